@@ -1,0 +1,103 @@
+"""Connections to the database: one SQLAlchemy engine per process.
+
+SQLite is the embedded default. It runs in WAL mode (readers never wait for the
+writer) with a busy timeout, and every write transaction starts with
+`BEGIN IMMEDIATE`: a deferred transaction that later tries to write can fail at
+once with "database is locked" whatever the timeout, an immediate one waits its
+turn. `synchronous=FULL` makes every commit durable before we reply.
+
+PostgreSQL is reached through psycopg 3; `postgresql://` URLs are accepted as is.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+_BEGIN_OPTION = "arbiter_sqlite_begin"
+
+
+def sqlite_url(data_dir: Path) -> str:
+    """The default database: a SQLite file inside the data directory."""
+    return f"sqlite:///{(data_dir / 'arbiter.sqlite3').resolve()}"
+
+
+def normalize_url(url: str) -> str:
+    """Map the URL forms operators write to the driver we ship (psycopg 3)."""
+    for prefix in ("postgresql://", "postgres://", "postgresql+psycopg2://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(normalize_url(url)).get_backend_name() == "sqlite"
+
+
+def make_engine(url: str, *, pool_size: int = 20) -> Engine:
+    """Create the process's engine. Runs in the threadpool (it may touch disk)."""
+    url = normalize_url(url)
+    if is_sqlite(url):
+        return _sqlite_engine(url, pool_size)
+    return create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,  # survive a database restart without a failed request
+        pool_timeout=30,
+    )
+
+
+def _sqlite_engine(url: str, pool_size: int) -> Engine:
+    database = make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_timeout=30,
+        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+    )
+    event.listen(engine, "connect", _configure_sqlite_connection)
+    event.listen(engine, "begin", _begin_sqlite_transaction)
+    return engine
+
+
+def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
+    # Take transaction control away from the sqlite3 module so that our own
+    # BEGIN statements (below) are the only ones issued.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def _begin_sqlite_transaction(connection: Connection) -> None:
+    mode = connection.get_execution_options().get(_BEGIN_OPTION, "DEFERRED")
+    connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that will write: committed on success, rolled back on error."""
+    with engine.connect() as connection:
+        connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+        with connection.begin():
+            yield connection
+
+
+@contextmanager
+def read_transaction(engine: Engine) -> Iterator[Connection]:
+    """A consistent read-only snapshot."""
+    with engine.connect() as connection, connection.begin():
+        yield connection

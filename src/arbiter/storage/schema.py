@@ -1,0 +1,225 @@
+"""The relational schema, shared by SQLite and PostgreSQL.
+
+Times are Unix seconds as floats (the reference's `actions.time` convention):
+one representation on both backends and on the wire, no timezone ambiguity.
+Runs and tasks are rows, not one growing document: an update writes one task
+row and the run's aggregate row in one transaction, and the run aggregates can
+always be recomputed from the tasks.
+
+Alembic migrations in `storage/migrations` create exactly this schema; a test
+checks that the two agree.
+"""
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# JSON documents: JSONB on PostgreSQL, JSON text on SQLite.
+Document = JSON().with_variant(JSONB(), "postgresql")
+
+users = Table(
+    "users",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("username", String(64), nullable=False, unique=True),
+    # Case-folded copy: "Alice" and "alice" may not both register.
+    Column("username_key", String(64), nullable=False, unique=True),
+    Column("email", String(254), nullable=False, default=""),
+    Column("password_hash", String(255), nullable=False),
+    Column("registration_time", Float, nullable=False),
+    Column("pending", Boolean, nullable=False, default=True),
+    Column("blocked", Boolean, nullable=False, default=False),
+    Column("is_approver", Boolean, nullable=False, default=False),
+    Column("tests_repo", String(500), nullable=False, default=""),
+    Column("machine_limit", Integer, nullable=False, default=16),
+    # Bumped on password change and blocking: lets caches of verified
+    # credentials notice that they are stale.
+    Column("credentials_version", Integer, nullable=False, default=0),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    # SHA-256 of the random session id; the cookie carries the id itself, so
+    # a copy of the database cannot be replayed as a login.
+    Column("id_hash", String(64), primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("last_seen", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("remember", Boolean, nullable=False, default=False),
+    Column("csrf_token", String(64), nullable=False),
+    Index(None, "user_id"),
+    Index(None, "expires_at"),
+)
+
+worker_tokens = Table(
+    "worker_tokens",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("label", String(100), nullable=False, default=""),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+    Column("last_used", Float, nullable=True),
+    Column("revoked_at", Float, nullable=True),
+    Index(None, "user_id"),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    # 24 hex digits, like the reference's ObjectId: workers send it back as run_id.
+    Column("id", String(24), primary_key=True),
+    Column("version", Integer, nullable=False, default=1),
+    Column("username", String(64), nullable=False),
+    Column("start_time", Float, nullable=False),
+    Column("last_updated", Float, nullable=False),
+    Column("tc_base", Float, nullable=False, default=0.0),
+    Column("rescheduled_from", String(24), nullable=True),
+    Column("approved", Boolean, nullable=False, default=False),
+    Column("approver", String(64), nullable=False, default=""),
+    Column("finished", Boolean, nullable=False, default=False),
+    Column("deleted", Boolean, nullable=False, default=False),
+    Column("failed", Boolean, nullable=False, default=False),
+    Column("failures", Integer, nullable=False, default=0),
+    Column("is_green", Boolean, nullable=False, default=False),
+    Column("is_yellow", Boolean, nullable=False, default=False),
+    # Aggregates, derivable from the tasks (recomputed and checked at start-up).
+    Column("workers", Integer, nullable=False, default=0),
+    Column("cores", Integer, nullable=False, default=0),
+    Column("committed_games", BigInteger, nullable=False, default=0),
+    Column("total_games", BigInteger, nullable=False, default=0),
+    Column("wins", BigInteger, nullable=False, default=0),
+    Column("losses", BigInteger, nullable=False, default=0),
+    Column("draws", BigInteger, nullable=False, default=0),
+    Column("crashes", BigInteger, nullable=False, default=0),
+    Column("time_losses", BigInteger, nullable=False, default=0),
+    Column("pentanomial", Document, nullable=False),
+    Column("nps", Float, nullable=False, default=0.0),
+    Column("games_per_minute", Float, nullable=False, default=0.0),
+    # args as in the reference (base_tag, new_tag, tc, ..., sprt or spsa state).
+    Column("args", Document, nullable=False),
+    Index(None, "finished", "last_updated"),
+    Index(None, "username", "start_time"),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("run_id", String(24), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("task_id", Integer, primary_key=True, autoincrement=False),
+    Column("num_games", Integer, nullable=False),
+    Column("start", BigInteger, nullable=False),
+    Column("active", Boolean, nullable=False),
+    Column("bad", Boolean, nullable=False, default=False),
+    Column("last_updated", Float, nullable=False),
+    Column("username", String(64), nullable=False),
+    Column("worker_name", String(120), nullable=False),  # short name: identity of a machine
+    Column("unique_key", String(64), nullable=False),
+    Column("remote_addr", String(64), nullable=False, default=""),
+    Column("worker_info", Document, nullable=False),
+    Column("wins", Integer, nullable=False, default=0),
+    Column("losses", Integer, nullable=False, default=0),
+    Column("draws", Integer, nullable=False, default=0),
+    Column("crashes", Integer, nullable=False, default=0),
+    Column("time_losses", Integer, nullable=False, default=0),
+    Column("pentanomial", Document, nullable=False),
+    Column("residual", Float, nullable=True),
+    Column("spsa_params", Document, nullable=True),
+    Index(None, "active", "run_id"),
+    Index(None, "worker_name", "active"),
+)
+
+actions = Table(
+    "actions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("time", Float, nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("username", String(64), nullable=False),
+    Column("run_id", String(24), nullable=True),
+    Column("run", String(64), nullable=True),
+    Column("task_id", Integer, nullable=True),
+    Column("worker", String(160), nullable=True),
+    Column("user", String(64), nullable=True),  # the account acted upon (accept/block)
+    Column("message", Text, nullable=False, default=""),
+    Column("data", Document, nullable=True),
+    Index(None, "time"),
+    Index(None, "action", "time"),
+    Index(None, "username", "time"),
+    Index(None, "run_id", "time"),
+)
+
+workers = Table(
+    "workers",
+    metadata,
+    Column("worker_name", String(120), primary_key=True),
+    Column("blocked", Boolean, nullable=False, default=False),
+    Column("message", String(500), nullable=False, default=""),
+    Column("last_updated", Float, nullable=False),
+)
+
+nets = Table(
+    "nets",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("username", String(64), nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("uploaded_at", Float, nullable=False),
+    Column("downloads", Integer, nullable=False, default=0),
+    Column("is_master", Boolean, nullable=False, default=False),
+    Column("first_test", Document, nullable=True),
+    Column("last_test", Document, nullable=True),
+)
+
+books = Table(
+    "books",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    Column("username", String(64), nullable=False),
+    Column("sri", String(128), nullable=False),  # "sha384-<base64>"
+    Column("size", BigInteger, nullable=False),
+    Column("total", Integer, nullable=False),  # positions (EPD lines or PGN games)
+    Column("uploaded_at", Float, nullable=False),
+)
+
+pgns = Table(
+    "pgns",
+    metadata,
+    Column("run_id", String(24), primary_key=True),
+    Column("task_id", Integer, primary_key=True, autoincrement=False),
+    Column("size", Integer, nullable=False),
+    Column("pgn_zip", LargeBinary, nullable=False),  # gzip member, served as-is
+    Column("uploaded_at", Float, nullable=False),
+)
+
+kv = Table(
+    "kv",
+    metadata,
+    Column("key", String(128), primary_key=True),
+    Column("value", Document, nullable=False),
+)

@@ -1,0 +1,109 @@
+"""Settings: parsed once, from ARBITER_* environment variables and CLI flags,
+into one frozen object that is passed down. Imports nothing of ours but the
+storage URL helpers, so any module may depend on it without cycles.
+
+The two concurrency constants of the seeds live here:
+THREADPOOL_TOKENS sizes anyio's default thread limiter (applied at start-up),
+TASK_SEMAPHORE_SIZE caps how many request_task calls may hold a token at once.
+"""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from arbiter.storage.engine import normalize_url, sqlite_url
+
+THREADPOOL_TOKENS = 200
+TASK_SEMAPHORE_SIZE = 5
+
+ENV_PREFIX = "ARBITER_"
+
+Role = Literal["primary", "secondary"]
+
+
+class SettingsError(ValueError):
+    """A setting has a value we cannot use; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    data_dir: Path = Path("arbiter-data")
+    database_url: str = ""  # empty: the SQLite file inside data_dir
+    role: Role = "primary"
+    threadpool_tokens: int = THREADPOOL_TOKENS
+    task_semaphore_size: int = TASK_SEMAPHORE_SIZE
+    # Request bodies: the API and forms, and the larger limit for net uploads.
+    max_body_bytes: int = 2 * 1024 * 1024
+    max_upload_bytes: int = 200 * 1024 * 1024
+    secret_key: str = ""  # empty: generated once and kept in data_dir
+    session_days: int = 400  # remember-me lifetime, as the reference
+    session_hours: int = 12  # lifetime of a session without remember-me
+    secure_cookies: bool = False  # set behind HTTPS
+    base_url: str = ""  # public URL, for links in messages; empty: from the request
+    log_level: str = "info"
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_primary(self) -> bool:
+        return self.role == "primary"
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return normalize_url(self.database_url)
+        return sqlite_url(self.data_dir)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
+        """Read ARBITER_<NAME> variables, then apply explicit overrides (CLI flags)."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for spec in fields(cls):
+            raw = environ.get(ENV_PREFIX + spec.name.upper())
+            if raw is not None and spec.name != "extra":
+                values[spec.name] = _convert(spec.name, raw, type(getattr(cls(), spec.name)))
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def with_changes(self, **changes: Any) -> "Settings":
+        changed = replace(self, **changes)
+        changed.validate()
+        return changed
+
+    def validate(self) -> None:
+        if self.role not in ("primary", "secondary"):
+            raise SettingsError(f"ARBITER_ROLE must be primary or secondary, not {self.role!r}")
+        positive = ("port", "threadpool_tokens", "task_semaphore_size", "max_body_bytes")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"ARBITER_{name.upper()} must be positive")
+        if self.task_semaphore_size >= self.threadpool_tokens:
+            raise SettingsError("ARBITER_TASK_SEMAPHORE_SIZE must be below THREADPOOL_TOKENS")
+
+
+def _convert(name: str, raw: str, kind: type) -> Any:
+    try:
+        if kind is bool:
+            return _parse_bool(raw)
+        if kind is int:
+            return int(raw)
+        if kind is Path or issubclass(kind, Path):
+            return Path(raw)
+    except ValueError as error:
+        raise SettingsError(f"{ENV_PREFIX}{name.upper()}: {error}") from None
+    return raw
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected a boolean, got {raw!r}")
