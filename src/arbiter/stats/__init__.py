@@ -1,0 +1,1 @@
+"""Pure statistics for engine testing: LLR, SPRT, Elo, purge, SPSA, scheduling."""
