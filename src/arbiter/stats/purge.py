@@ -1,0 +1,136 @@
+"""Per-worker chi-square residuals and the purge decision (reference §5.1, last bullet).
+
+Each worker contributes one row [wins, losses, draws] (pentanomial runs use
+pairs: [WW+WD, LL+LD, DD+WL]) of a contingency table. A worker whose results
+differ from the others by more than chance gets a large residual; a purge
+removes the worst such worker, one at a time (issue #727's lesson: purging
+every yellow worker at once over-purges long tests).
+"""
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from arbiter.stats._math import chi2_sf, normal_isf
+
+CRASH_RESIDUAL = 10.0
+MIN_EXPECTED = 5.0
+
+Row = tuple[float, float, float]
+
+
+def worker_row(wins: int, losses: int, draws: int, pentanomial: Sequence[int] | None) -> Row:
+    """A task's row: [W, L, D] games, or [WW+WD, LL+LD, DD+WL] pairs when known."""
+    if pentanomial is not None:
+        p = pentanomial
+        return float(p[4] + p[3]), float(p[0] + p[1]), float(p[2])
+    return float(wins), float(losses), float(draws)
+
+
+def aggregate_rows(tasks: Iterable[tuple[str, Row]]) -> dict[str, list[float]]:
+    """Sum task rows per worker key, skipping empty ones."""
+    rows: dict[str, list[float]] = {}
+    for key, row in tasks:
+        if row[0] == row[1] == row[2] == 0:
+            continue
+        acc = rows.setdefault(key, [0.0, 0.0, 0.0])
+        acc[0] += row[0]
+        acc[1] += row[1]
+        acc[2] += row[2]
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Chi2Result:
+    """χ² of the table, its dof and p-value, and each kept worker's residual z."""
+
+    chi2: float = 0.0
+    dof: int = 0
+    p: float = 1.0
+    residual: dict[str, float] = field(default_factory=dict)
+    excluded: frozenset[str] = frozenset()
+
+
+def _expected(rows: Mapping[str, Sequence[float]], cols: Sequence[int]) -> dict[str, list[float]]:
+    col_sums = [sum(r[j] for r in rows.values()) for j in cols]
+    grand = sum(col_sums)
+    return {k: [sum(r) * c / grand for c in col_sums] for k, r in rows.items()}
+
+
+def _trim(rows: dict[str, list[float]]) -> tuple[dict[str, list[float]], list[int]]:
+    """Drop workers with an expected cell ≤ 5, repeatedly, since removals change the rest."""
+    while rows:
+        cols = [j for j in range(3) if any(r[j] > 0 for r in rows.values())]
+        if len(cols) < 2:
+            return rows, cols
+        expected = _expected(rows, cols)
+        small = {k for k, e in expected.items() if min(e) <= MIN_EXPECTED}
+        if not small:
+            return rows, cols
+        rows = {k: r for k, r in rows.items() if k not in small}
+    return rows, []
+
+
+def chi2_residuals(rows: Mapping[str, Sequence[float]], exclude: Iterable[str] = ()) -> Chi2Result:
+    """χ² test of homogeneity across workers and per-worker residuals.
+
+    Residual z = Φ⁻¹(1 − Q) where Q is the χ²(cols−1) survival of the worker's
+    row χ² divided by (1 − row total/grand total), floored at 0.
+    """
+    skip = set(exclude)
+    table = {k: [float(x) for x in r] for k, r in rows.items() if k not in skip}
+    kept, cols = _trim(table)
+    excluded = frozenset(table) - frozenset(kept)
+    dof = (len(kept) - 1) * (len(cols) - 1)
+    if dof <= 0:
+        return Chi2Result(excluded=excluded)
+    expected = _expected(kept, cols)
+    grand = sum(sum(r[j] for j in cols) for r in kept.values())
+    total, residual = 0.0, {}
+    for key, row in kept.items():
+        exp = expected[key]
+        row_chi2 = sum((row[j] - e) ** 2 / e for j, e in zip(cols, exp, strict=True))
+        total += row_chi2
+        adjusted = row_chi2 / (1.0 - sum(row[j] for j in cols) / grand)
+        tail = chi2_sf(adjusted, len(cols) - 1)
+        residual[key] = max(normal_isf(tail), 0.0) if tail > 0.0 else math.inf
+    return Chi2Result(total, dof, chi2_sf(total, dof), residual, excluded)
+
+
+def residual_thresholds(rows: int) -> tuple[float, float]:
+    """(z95, z99) = Φ⁻¹(1 − 0.05/rows), Φ⁻¹(1 − 0.01/rows): Bonferroni over workers."""
+    n = max(rows, 1)
+    return normal_isf(0.05 / n), normal_isf(0.01 / n)
+
+
+def residual_color(residual: float, rows: int) -> str:
+    """green up to z95, yellow up to z99, red beyond."""
+    z95, z99 = residual_thresholds(rows)
+    if residual > z99:
+        return "red"
+    if residual > z95:
+        return "yellow"
+    return "green"
+
+
+def crash_or_time(games: int, crashes: int, time_losses: int) -> bool:
+    """A task is bad outright with > 3 crashes, or > 10% time losses over > 20 games."""
+    return crashes > 3 or (games > 20 and time_losses > 0.1 * games)
+
+
+def bad_workers(
+    rows: Mapping[str, Sequence[float]],
+    p: float = 0.001,
+    res: float = 7.0,
+    iters: int = 1,
+) -> set[str]:
+    """Workers to purge: up to `iters` times, the single worst one if the table is
+    significant (p-value < p) or its residual exceeds `res`."""
+    bad: set[str] = set()
+    for _ in range(iters):
+        result = chi2_residuals(rows, exclude=bad)
+        candidates = {k: r for k, r in result.residual.items() if result.p < p or r > res}
+        if not candidates:
+            break
+        bad.add(max(candidates, key=lambda k: candidates[k]))
+    return bad
