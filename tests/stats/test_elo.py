@@ -94,13 +94,13 @@ def test_drawelo_rows_28_29() -> None:
 def test_logistic_round_trip_and_clamp() -> None:
     assert elo_from_score(score_from_elo(123.0)) == pytest.approx(123.0)
     assert elo_from_score(1.0) == elo_from_score(0.999)
-    assert NELO_DIVIDED_BY_NT == pytest.approx(347.4355855)
+    assert pytest.approx(347.4355855) == NELO_DIVIDED_BY_NT
 
 
 def test_z975_matches_scipy() -> None:
     from scipy.stats import norm
 
-    assert Z975 == pytest.approx(norm.ppf(0.975), rel=1e-15)
+    assert pytest.approx(norm.ppf(0.975), rel=1e-15) == Z975
 
 
 def test_raw_stats() -> None:

@@ -81,9 +81,9 @@ def chi2_residuals(rows: Mapping[str, Sequence[float]], exclude: Iterable[str] =
     table = {k: [float(x) for x in r] for k, r in rows.items() if k not in skip}
     kept, cols = _trim(table)
     excluded = frozenset(table) - frozenset(kept)
-    dof = (len(kept) - 1) * (len(cols) - 1)
-    if dof <= 0:
+    if len(kept) < 2 or len(cols) < 2:
         return Chi2Result(excluded=excluded)
+    dof = (len(kept) - 1) * (len(cols) - 1)
     expected = _expected(kept, cols)
     grand = sum(sum(r[j] for j in cols) for r in kept.values())
     total, residual = 0.0, {}
