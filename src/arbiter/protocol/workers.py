@@ -1,0 +1,45 @@
+"""Worker names, derived from `worker_info` (reference 1.1).
+
+The long name tells machines apart on the dashboard; the short name is the
+identity used for blocking, duplicate detection and the "seen runs" memory.
+It keeps only the stable first group of `unique_key` (a user-chosen prefix), so
+a restarted worker process, which gets a new UUID, is still the same machine.
+"""
+
+import re
+
+from arbiter.protocol.messages import WorkerInfo
+
+# What `short_worker_name` produces: a block URL (/workers/<short name>) is
+# checked against it before any lookup.
+SHORT_NAME_PATTERN = re.compile(r"[A-Za-z0-9]{2,}-[1-9][0-9]*cores-[0-9a-zA-Z]{2,8}")
+
+
+def short_worker_name(username: str, concurrency: int, unique_key: str) -> str:
+    """`<username>-<concurrency>cores-<uuid group 1>`."""
+    return f"{username}-{concurrency}cores-{_groups(unique_key)[0]}"
+
+
+def long_worker_name(username: str, concurrency: int, unique_key: str, modified: bool) -> str:
+    """`<username>-<concurrency>cores-<uuid group 1>-<uuid group 2>`, plus `*`
+    when the worker's files differ from the published ones."""
+    groups = _groups(unique_key)
+    second = f"-{groups[1]}" if len(groups) > 1 else ""
+    star = "*" if modified else ""
+    return f"{username}-{concurrency}cores-{groups[0]}{second}{star}"
+
+
+def worker_names(info: WorkerInfo) -> tuple[str, str]:
+    """(long name, short name) of a validated worker_info."""
+    return (
+        long_worker_name(info.username, info.concurrency, info.unique_key, info.modified),
+        short_worker_name(info.username, info.concurrency, info.unique_key),
+    )
+
+
+def is_short_worker_name(text: str) -> bool:
+    return SHORT_NAME_PATTERN.fullmatch(text) is not None
+
+
+def _groups(unique_key: str) -> list[str]:
+    return unique_key.split("-")
