@@ -1,0 +1,103 @@
+"""The audit log: every state change a person or worker caused, as the reference's
+`actions` collection (same action names and wire shape).
+
+`Actions.record` is called inside the caller's write transaction, so an action
+is committed together with the change it describes, or not at all.
+Runs in the threadpool (blocking database I/O).
+"""
+
+from typing import Any
+
+from arbiter.storage import Storage, Tx
+from arbiter.storage.base import ActionFilter
+from arbiter.storage.records import ActionRecord
+
+MAX_MESSAGE = 5120  # characters, as the reference truncates worker and user messages
+SYSTEM_USER = "arbiter.system"
+
+ACTION_NAMES = frozenset(
+    {
+        "failed_task",
+        "crash_or_time",
+        "dead_task",
+        "system_event",
+        "new_run",
+        "upload_nn",
+        "modify_run",
+        "delete_run",
+        "stop_run",
+        "finished_run",
+        "approve_run",
+        "purge_run",
+        "block_user",
+        "accept_user",
+        "reject_user",
+        "block_worker",
+        "log_message",
+        "worker_log",
+    }
+)
+
+
+def record(
+    tx: Tx,
+    *,
+    time: float,
+    action: str,
+    username: str,
+    message: str = "",
+    run_id: str | None = None,
+    run: str | None = None,
+    task_id: int | None = None,
+    worker: str | None = None,
+    user: str | None = None,
+    data: Any = None,
+) -> int:
+    """Append one action in the open transaction `tx`; returns its id."""
+    if action not in ACTION_NAMES:
+        raise ValueError(f"unknown action {action!r}")
+    return tx.actions.add(
+        time=time,
+        action=action,
+        username=username,
+        message=message[:MAX_MESSAGE],
+        run_id=run_id,
+        run=run,
+        task_id=task_id,
+        worker=worker,
+        user=user,
+        data=data,
+    )
+
+
+def to_wire(action: ActionRecord) -> dict[str, Any]:
+    """The reference's shape: `_id` as a string, absent fields left out."""
+    wire: dict[str, Any] = {
+        "_id": str(action.id),
+        "time": action.time,
+        "action": action.action,
+        "username": action.username,
+    }
+    optional = {
+        "run_id": action.run_id,
+        "run": action.run,
+        "task_id": action.task_id,
+        "worker": action.worker,
+        "user": action.user,
+        "data": action.data,
+    }
+    wire.update({key: value for key, value in optional.items() if value is not None})
+    if action.message:
+        wire["message"] = action.message
+    return wire
+
+
+class Actions:
+    """Reading the log. Writing goes through `record`, inside other operations."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    def list(self, action_filter: ActionFilter) -> list[dict[str, Any]]:
+        with self._storage.read() as tx:
+            return [to_wire(action) for action in tx.actions.query(action_filter)]

@@ -1,0 +1,43 @@
+"""What the domain reports to its callers, in words a user can read.
+
+Nothing here knows about HTTP: the web layer maps each kind onto a status
+(`arbiter.web.errors`), the CLI prints the message.
+"""
+
+
+class DomainError(Exception):
+    """A refusal with a user-facing message; `str(error)` is that message."""
+
+    default_message = "The request was refused."
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.default_message)
+
+
+class NotFound(DomainError):  # noqa: N818 - reads as what happened
+    default_message = "Not found."
+
+
+class PermissionDenied(DomainError):  # noqa: N818
+    default_message = "You may not do that."
+
+
+class InvalidCredentials(DomainError):  # noqa: N818
+    # One message for an unknown user and a wrong password: no enumeration.
+    default_message = "Invalid username or password."
+
+
+class AccountBlocked(DomainError):  # noqa: N818
+    default_message = "Your account is blocked."
+
+
+class AccountPending(DomainError):  # noqa: N818
+    default_message = "Your account is pending approval."
+
+
+class ValidationError(DomainError):
+    """Bad input for one field; forms show the message beside that field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field

@@ -1,0 +1,142 @@
+"""The storage interfaces the domain codes against: one small Protocol per concern.
+
+Every store is bound to one open transaction (see `sql.Storage`); none commits
+by itself, so a domain operation and its audit action commit together or not
+at all.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from arbiter.storage.records import (
+    ActionRecord,
+    SessionRecord,
+    TokenRecord,
+    UserRecord,
+    WorkerBlockRecord,
+)
+
+MAX_ACTIONS_PER_QUERY = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class NewUser:
+    username: str
+    email: str
+    password_hash: str
+    registration_time: float
+    pending: bool
+    is_approver: bool = False
+    tests_repo: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionFilter:
+    """The only ways the audit log can be searched: a whitelist, never raw queries.
+
+    Results are newest first; `before` is exclusive (paging by time), and
+    `max_count` is clamped to 1..MAX_ACTIONS_PER_QUERY so no caller can ask
+    for the whole table.
+    """
+
+    action: str | None = None
+    username: str | None = None
+    run_id: str | None = None
+    before: float | None = None
+    max_count: int = 100
+
+    @property
+    def limit(self) -> int:
+        return max(1, min(self.max_count, MAX_ACTIONS_PER_QUERY))
+
+
+class UserStore(Protocol):
+    def add(self, user: NewUser) -> UserRecord:
+        """Raises DuplicateKey("username", ...) if the name is taken in any case."""
+        ...
+
+    def get(self, username: str) -> UserRecord | None: ...
+    def get_by_key(self, username: str) -> UserRecord | None:
+        """Case-insensitive lookup (through `username_key`)."""
+        ...
+
+    def get_by_id(self, user_id: int) -> UserRecord | None: ...
+    def list(
+        self, *, pending: bool | None = None, blocked: bool | None = None
+    ) -> list[UserRecord]: ...
+    def set_pending(self, user_id: int, pending: bool) -> None: ...
+    def set_blocked(self, user_id: int, blocked: bool) -> None:
+        """Also bumps `credentials_version`: caches of verified secrets must die."""
+        ...
+
+    def set_password_hash(self, user_id: int, password_hash: str, *, new_secret: bool) -> None:
+        """`new_secret` bumps `credentials_version` (a change, not a mere rehash)."""
+        ...
+
+    def replace_password_hash(self, user_id: int, old_hash: str, new_hash: str) -> bool:
+        """Compare-and-set used for rehashing; False when the hash changed meanwhile."""
+        ...
+
+    def update_profile(
+        self, user_id: int, *, email: str | None = None, tests_repo: str | None = None
+    ) -> None: ...
+    def delete(self, user_id: int) -> bool:
+        """Deletes the user with its sessions and tokens."""
+        ...
+
+
+class SessionStore(Protocol):
+    def add(self, session: SessionRecord) -> None: ...
+    def get(self, id_hash: str) -> SessionRecord | None: ...
+    def touch(self, id_hash: str, last_seen: float) -> None: ...
+    def delete(self, id_hash: str) -> bool: ...
+    def delete_for_user(self, user_id: int, *, keep_id_hash: str | None = None) -> int: ...
+    def delete_expired(self, now: float) -> int: ...
+
+
+class TokenStore(Protocol):
+    def add(self, *, user_id: int, label: str, token_hash: str, created_at: float) -> TokenRecord:
+        """Raises DuplicateKey("token", ...) on a hash collision."""
+        ...
+
+    def get_by_hash(self, token_hash: str) -> TokenRecord | None: ...
+    def list_for_user(self, user_id: int) -> list[TokenRecord]: ...
+    def touch(self, token_id: int, last_used: float) -> None: ...
+    def revoke(self, *, user_id: int, token_id: int, at: float) -> bool:
+        """False when the token does not exist or belongs to someone else."""
+        ...
+
+
+class ActionStore(Protocol):
+    def add(
+        self,
+        *,
+        time: float,
+        action: str,
+        username: str,
+        message: str = "",
+        run_id: str | None = None,
+        run: str | None = None,
+        task_id: int | None = None,
+        worker: str | None = None,
+        user: str | None = None,
+        data: Any = None,
+    ) -> int: ...
+    def query(self, action_filter: ActionFilter) -> list[ActionRecord]: ...
+
+
+class KVStore(Protocol):
+    """Small JSON documents by key (settings, caches that must survive restarts)."""
+
+    def get(self, key: str) -> Any:
+        """The stored value, or None when the key is absent."""
+        ...
+
+    def set(self, key: str, value: Any) -> None: ...
+    def delete(self, key: str) -> bool: ...
+
+
+class WorkerBlockStore(Protocol):
+    def get(self, worker_name: str) -> WorkerBlockRecord | None: ...
+    def set(self, worker_name: str, *, blocked: bool, message: str, at: float) -> None: ...
+    def list_blocked(self) -> list[WorkerBlockRecord]: ...

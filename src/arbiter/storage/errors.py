@@ -1,0 +1,19 @@
+"""Storage failures that callers are expected to handle.
+
+Each backend reports constraint violations its own way (sqlite3 messages,
+PostgreSQL SQLSTATEs); the stores translate them into these, so the domain
+reacts identically on SQLite and PostgreSQL.
+"""
+
+
+class StorageError(Exception):
+    """Base of the storage errors meant to be caught."""
+
+
+class DuplicateKey(StorageError):  # noqa: N818 - named for what happened
+    """An insert collided with a unique key (e.g. a username already taken)."""
+
+    def __init__(self, what: str, value: object) -> None:
+        super().__init__(f"duplicate {what}: {value!r}")
+        self.what = what
+        self.value = value

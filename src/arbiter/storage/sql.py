@@ -1,0 +1,80 @@
+"""The unit of work: one transaction, with every store bound to it.
+
+    with storage.write() as tx:
+        user = tx.users.get("alice")
+        tx.actions.add(...)
+
+Leaving the block commits; an exception rolls everything back. `write()` takes
+SQLite's write lock up front (BEGIN IMMEDIATE, see engine.py); `read()` never
+writes. A new store is one more property on `Tx`.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+
+from sqlalchemy import Connection, Engine
+
+from arbiter.storage.base import (
+    ActionStore,
+    KVStore,
+    SessionStore,
+    TokenStore,
+    UserStore,
+    WorkerBlockStore,
+)
+from arbiter.storage.engine import read_transaction, write_transaction
+from arbiter.storage.sql_actions import SqlActionStore
+from arbiter.storage.sql_kv import SqlKVStore
+from arbiter.storage.sql_sessions import SqlSessionStore
+from arbiter.storage.sql_tokens import SqlTokenStore
+from arbiter.storage.sql_users import SqlUserStore
+from arbiter.storage.sql_workers import SqlWorkerBlockStore
+
+
+class Tx:
+    """The stores of one open transaction. Valid only inside its `with` block."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    @cached_property
+    def users(self) -> UserStore:
+        return SqlUserStore(self.connection)
+
+    @cached_property
+    def sessions(self) -> SessionStore:
+        return SqlSessionStore(self.connection)
+
+    @cached_property
+    def tokens(self) -> TokenStore:
+        return SqlTokenStore(self.connection)
+
+    @cached_property
+    def actions(self) -> ActionStore:
+        return SqlActionStore(self.connection)
+
+    @cached_property
+    def kv(self) -> KVStore:
+        return SqlKVStore(self.connection)
+
+    @cached_property
+    def worker_blocks(self) -> WorkerBlockStore:
+        return SqlWorkerBlockStore(self.connection)
+
+
+class Storage:
+    """Hands out transactions on one engine. Thread-safe: each call gets its own connection."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        with write_transaction(self.engine) as connection:
+            yield Tx(connection)
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        with read_transaction(self.engine) as connection:
+            yield Tx(connection)

@@ -1,0 +1,62 @@
+"""The audit log on SQL: append and whitelisted queries, newest first."""
+
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from arbiter.storage.base import ActionFilter
+from arbiter.storage.records import ActionRecord
+from arbiter.storage.schema import actions
+
+
+class SqlActionStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def add(
+        self,
+        *,
+        time: float,
+        action: str,
+        username: str,
+        message: str = "",
+        run_id: str | None = None,
+        run: str | None = None,
+        task_id: int | None = None,
+        worker: str | None = None,
+        user: str | None = None,
+        data: Any = None,
+    ) -> int:
+        statement = (
+            insert(actions)
+            .values(
+                time=time,
+                action=action,
+                username=username,
+                message=message,
+                run_id=run_id,
+                run=run,
+                task_id=task_id,
+                worker=worker,
+                user=user,
+                data=data,
+            )
+            .returning(actions.c.id)
+        )
+        action_id: int = self._connection.execute(statement).scalar_one()
+        return action_id
+
+    def query(self, action_filter: ActionFilter) -> list[ActionRecord]:
+        query = select(actions)
+        if action_filter.action is not None:
+            query = query.where(actions.c.action == action_filter.action)
+        if action_filter.username is not None:
+            query = query.where(actions.c.username == action_filter.username)
+        if action_filter.run_id is not None:
+            query = query.where(actions.c.run_id == action_filter.run_id)
+        if action_filter.before is not None:
+            query = query.where(actions.c.time < action_filter.before)
+        # id breaks ties between actions recorded within the same clock tick.
+        query = query.order_by(actions.c.time.desc(), actions.c.id.desc())
+        query = query.limit(action_filter.limit)
+        return [ActionRecord(**row._mapping) for row in self._connection.execute(query)]

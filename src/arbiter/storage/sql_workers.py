@@ -1,0 +1,27 @@
+"""Blocked workers (by short worker name) on SQL."""
+
+from sqlalchemy import Connection, select
+
+from arbiter.storage.records import WorkerBlockRecord
+from arbiter.storage.schema import workers
+from arbiter.storage.sql_common import upsert
+
+MAX_MESSAGE = 500  # the column's size, as in the reference
+
+
+class SqlWorkerBlockStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def get(self, worker_name: str) -> WorkerBlockRecord | None:
+        query = select(workers).where(workers.c.worker_name == worker_name)
+        row = self._connection.execute(query).one_or_none()
+        return None if row is None else WorkerBlockRecord(**row._mapping)
+
+    def set(self, worker_name: str, *, blocked: bool, message: str, at: float) -> None:
+        values = {"blocked": blocked, "message": message[:MAX_MESSAGE], "last_updated": at}
+        upsert(self._connection, workers, {"worker_name": worker_name}, values)
+
+    def list_blocked(self) -> list[WorkerBlockRecord]:
+        query = select(workers).where(workers.c.blocked.is_(True)).order_by(workers.c.worker_name)
+        return [WorkerBlockRecord(**row._mapping) for row in self._connection.execute(query)]
