@@ -42,6 +42,11 @@ class Settings:
     secret_key: str = ""  # empty: generated once and kept in data_dir
     session_days: int = 400  # remember-me lifetime, as the reference
     session_hours: int = 12  # lifetime of a session without remember-me
+    # argon2id cost; defaults are OWASP's minimum. Raising them is safe: hashes
+    # are upgraded at the next login.
+    argon2_time_cost: int = 2
+    argon2_memory_kib: int = 19456
+    argon2_parallelism: int = 1
     secure_cookies: bool = False  # set behind HTTPS
     base_url: str = ""  # public URL, for links in messages; empty: from the request
     log_level: str = "info"

@@ -1,0 +1,81 @@
+"""Operator commands: `arbiter db upgrade` and `arbiter users ...`."""
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from arbiter.domain.errors import DomainError
+from arbiter.storage import Storage
+from arbiter.storage.engine import make_engine
+from arbiter.storage.migrate import upgrade
+from arbiter.web.bootstrap import make_accounts, prepare_database
+from arbiter.web.settings import Settings, SettingsError
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(
+        data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
+        database_url=getattr(args, "database_url", None),
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        role=getattr(args, "role", None),
+    )
+
+
+@contextmanager
+def open_storage(settings: Settings, *, migrate_empty: bool = True) -> Iterator[Storage]:
+    engine = make_engine(settings.resolved_database_url, pool_size=2)
+    try:
+        if migrate_empty:
+            prepare_database(engine)
+        yield Storage(engine)
+    finally:
+        engine.dispose()
+
+
+def run_admin_command(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from_args(args)
+        if args.command == "db":
+            return db_upgrade(settings)
+        return users_command(args, settings)
+    except (DomainError, SettingsError) as error:
+        print(f"arbiter: {error}", file=sys.stderr)
+        return 1
+
+
+def db_upgrade(settings: Settings) -> int:
+    engine = make_engine(settings.resolved_database_url, pool_size=1)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    print("database schema is up to date")
+    return 0
+
+
+def users_command(args: argparse.Namespace, settings: Settings) -> int:
+    with open_storage(settings) as storage:
+        accounts = make_accounts(storage, settings)
+        if args.users_command == "create":
+            password = sys.stdin.readline().rstrip("\r\n")
+            user = accounts.create_user(
+                args.name, password, email=args.email, approver=args.approver
+            )
+            role = "approver" if user.is_approver else "user"
+            print(f"created {role} {user.username}", file=sys.stderr)
+        elif args.users_command == "token":
+            print(accounts.create_token(args.name, args.label))
+        else:
+            for user in accounts.list_users():
+                print(
+                    f"{user.username}\t{_status(user.pending, user.blocked)}\t"
+                    f"{'approver' if user.is_approver else ''}\t{user.email}"
+                )
+    return 0
+
+
+def _status(pending: bool, blocked: bool) -> str:
+    return "blocked" if blocked else "pending" if pending else "active"

@@ -1,0 +1,75 @@
+"""`arbiter`: serve | db upgrade | users create/token/list.
+
+This module parses arguments only. Each command's implementation is imported
+when it runs, so the worker distribution (which ships this file without the
+server's dependencies) never imports the web framework or database drivers.
+"""
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from arbiter import __version__
+
+
+def _add_storage_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir", help="data directory (default ./arbiter-data; env ARBITER_DATA_DIR)"
+    )
+    parser.add_argument(
+        "--database-url",
+        help="database URL: postgresql://... for PostgreSQL (default: SQLite file in the data dir; "
+        "env ARBITER_DATABASE_URL)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="arbiter", description="Distributed engine-testing server and worker."
+    )
+    parser.add_argument("--version", action="version", version=f"arbiter {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the web server and worker API")
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1; env ARBITER_HOST)")
+    serve.add_argument("--port", type=int, help="port (default 8000; env ARBITER_PORT)")
+    serve.add_argument(
+        "--role", choices=["primary", "secondary"], help="instance role (default primary)"
+    )
+    _add_storage_options(serve)
+
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    _add_storage_options(db_commands.add_parser("upgrade", help="apply schema migrations"))
+
+    users = commands.add_parser("users", help="manage accounts")
+    user_commands = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    create = user_commands.add_parser("create", help="create an active account")
+    create.add_argument("name")
+    create.add_argument(
+        "--password-stdin", action="store_true", required=True, help="read the password from stdin"
+    )
+    create.add_argument("--approver", action="store_true", help="make the account an approver")
+    create.add_argument("--email", default="")
+    _add_storage_options(create)
+    token = user_commands.add_parser("token", help="print a new worker token for an account")
+    token.add_argument("name")
+    token.add_argument("--label", default="")
+    _add_storage_options(token)
+    _add_storage_options(user_commands.add_parser("list", help="list accounts"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        from arbiter.web.serve import serve_command
+
+        return serve_command(args)
+    from arbiter.admin import run_admin_command
+
+    return run_admin_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""JSON API handlers: parse the body, make one service call in the threadpool,
+shape the reply (every reply carries `duration`).
+
+Each handler is an `async def` that runs on the event loop only to read and
+decode the body; the service call runs in the threadpool.
+"""
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from arbiter.protocol import WORKER_VERSION
+from arbiter.protocol.messages import VersionRequest
+from arbiter.stats.calculator import CalcEloError, calc_elo
+from arbiter.web.errors import ApiError
+from arbiter.web.jsonio import json_reply, read_body
+from arbiter.web.state import AppState
+
+
+def app_state(request: Request) -> AppState:
+    state: AppState = request.app.state.arbiter
+    return state
+
+
+async def request_version(request: Request) -> Response:
+    """The cheapest worker call; workers also use it to check credentials at start."""
+    body = await read_body(request, VersionRequest)
+    accounts = app_state(request).accounts
+    await run_in_threadpool(accounts.authenticate_worker, body.worker_info.username, body.password)
+    return json_reply(request, {"version": WORKER_VERSION})
+
+
+async def calc_elo_endpoint(request: Request) -> Response:
+    query = dict(request.query_params)
+    try:
+        reply = await run_in_threadpool(calc_elo, query)
+    except CalcEloError as error:
+        raise ApiError(400, str(error)) from None
+    return json_reply(request, reply)

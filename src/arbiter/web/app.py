@@ -1,0 +1,129 @@
+"""The ASGI application: `create_app(settings)` and its lifespan.
+
+Nothing is live at import time. `uvicorn --factory arbiter.web.app:create_app_from_env`
+or `arbiter serve` builds the app; tests build as many as they need.
+
+Lifespan (orchestrated on the event loop; blocking steps in the threadpool):
+start-up applies THREADPOOL_TOKENS to anyio's limiter, refuses a multi-process
+primary, opens storage (migrating an empty database), registers the SIGUSR1
+stack dump; shutdown refuses new requests (503), drains, then closes storage.
+"""
+
+import asyncio
+import faulthandler
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+
+from arbiter.domain.accounts import ActiveSession
+from arbiter.web.bootstrap import open_state
+from arbiter.web.errors import exception_handlers
+from arbiter.web.middleware import (
+    BodySizeLimitMiddleware,
+    HeadMethodMiddleware,
+    RejectNonPrimaryWorkerApiMiddleware,
+    RequestStateMiddleware,
+    SecurityHeadersMiddleware,
+    ShutdownGuardMiddleware,
+)
+from arbiter.web.routes import UPLOAD_PATHS, routes
+from arbiter.web.sessions import EndedSessionRedirectMiddleware, SessionMiddleware
+from arbiter.web.settings import Settings, SettingsError
+from arbiter.web.state import AppState
+
+log = logging.getLogger("arbiter")
+
+DRAIN_SECONDS = 0.5
+
+
+def require_single_process_on_primary(settings: Settings, environ: dict[str, str]) -> None:
+    """The primary owns the scheduler and in-memory run state: exactly one process."""
+    if not settings.is_primary:
+        return
+    for name in ("WEB_CONCURRENCY", "UVICORN_WORKERS"):
+        value = environ.get(name)
+        if value not in (None, "", "1"):
+            raise SettingsError(
+                f"{name}={value}: a primary must run as one process; "
+                "serve more traffic with secondaries (--role secondary)"
+            )
+
+
+def create_app(settings: Settings) -> Starlette:
+    require_single_process_on_primary(settings, dict(os.environ))
+    holder: dict[str, AppState] = {}
+
+    def state() -> AppState:
+        return holder["state"]
+
+    def resolve_session(session_id: str) -> ActiveSession | None:
+        return state().accounts.resolve_session(session_id)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threadpool_tokens
+        _register_stack_dump()
+        holder["state"] = await run_in_threadpool(open_state, settings)
+        app.state.arbiter = holder["state"]
+        log.info(
+            "arbiter %s ready (database %s)",
+            settings.role,
+            holder["state"].engine.url.render_as_string(),
+        )
+        try:
+            yield
+        finally:
+            holder["state"].shutting_down = True
+            await asyncio.sleep(DRAIN_SECONDS)
+            await run_in_threadpool(holder["state"].engine.dispose)
+
+    middleware = [
+        Middleware(HeadMethodMiddleware),
+        Middleware(RequestStateMiddleware),
+        Middleware(
+            ShutdownGuardMiddleware,
+            is_shutting_down=lambda: "state" in holder and state().shutting_down,
+        ),
+        Middleware(
+            BodySizeLimitMiddleware,
+            limit=settings.max_body_bytes,
+            upload_limit=settings.max_upload_bytes,
+            upload_paths=UPLOAD_PATHS,
+        ),
+        Middleware(RejectNonPrimaryWorkerApiMiddleware, is_primary=settings.is_primary),
+        Middleware(SecurityHeadersMiddleware),
+        Middleware(
+            SessionMiddleware,
+            secret=lambda: state().secret_key,
+            resolve=resolve_session,
+            secure=settings.secure_cookies,
+            remember_seconds=settings.session_days * 86400,
+        ),
+        Middleware(EndedSessionRedirectMiddleware),
+    ]
+    return Starlette(
+        routes=routes(),
+        middleware=middleware,
+        exception_handlers=exception_handlers(),
+        lifespan=lifespan,
+    )
+
+
+def create_app_from_env() -> Starlette:
+    """Entry point for `uvicorn --factory`."""
+    return create_app(Settings.from_env())
+
+
+def _register_stack_dump() -> None:
+    # SIGUSR1 dumps every thread's stack to stderr: the tool for "why is it stuck".
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)

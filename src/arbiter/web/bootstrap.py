@@ -1,0 +1,84 @@
+"""Opening the process's state at start-up. Runs in the threadpool (blocking I/O)."""
+
+import logging
+import secrets
+
+from argon2 import PasswordHasher, Type
+from sqlalchemy import Engine
+
+from arbiter.domain.accounts import Accounts
+from arbiter.domain.actions import Actions
+from arbiter.storage import Storage
+from arbiter.storage.engine import make_engine
+from arbiter.storage.migrate import current_revision, head_revision, upgrade
+from arbiter.web.settings import Settings, SettingsError
+from arbiter.web.state import AppState
+
+log = logging.getLogger("arbiter")
+
+SECRET_KEY_NAME = "session_secret"  # noqa: S105 - the kv key, not the secret
+
+
+def prepare_database(engine: Engine) -> None:
+    """Migrate an empty database; refuse to run on a schema of another version."""
+    current, head = current_revision(engine), head_revision()
+    if current == head:
+        return
+    if current is None:
+        log.info("empty database: applying migrations")
+        upgrade(engine)
+        return
+    raise SettingsError(
+        f"the database schema is at revision {current}, this Arbiter needs {head}: "
+        "run `arbiter db upgrade` first"
+    )
+
+
+def load_secret_key(storage: Storage, configured: str) -> str:
+    """ARBITER_SECRET_KEY if set, else one generated on first start and kept in
+    the database, so every process sharing the database signs cookies alike."""
+    if configured:
+        return configured
+    with storage.write() as tx:
+        existing = tx.kv.get(SECRET_KEY_NAME)
+        if isinstance(existing, str) and existing:
+            return existing
+        generated = secrets.token_hex(32)
+        tx.kv.set(SECRET_KEY_NAME, generated)
+        return generated
+
+
+def password_hasher(settings: Settings) -> PasswordHasher:
+    return PasswordHasher(
+        time_cost=settings.argon2_time_cost,
+        memory_cost=settings.argon2_memory_kib,
+        parallelism=settings.argon2_parallelism,
+        type=Type.ID,
+    )
+
+
+def make_accounts(storage: Storage, settings: Settings) -> Accounts:
+    return Accounts(
+        storage,
+        hasher=password_hasher(settings),
+        session_hours=settings.session_hours,
+        remember_days=settings.session_days,
+    )
+
+
+def open_state(settings: Settings) -> AppState:
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        prepare_database(engine)
+        storage = Storage(engine)
+        return AppState(
+            settings=settings,
+            engine=engine,
+            storage=storage,
+            accounts=make_accounts(storage, settings),
+            actions=Actions(storage),
+            secret_key=load_secret_key(storage, settings.secret_key),
+        )
+    except BaseException:
+        engine.dispose()
+        raise

@@ -1,0 +1,119 @@
+"""Errors to HTTP, in one place.
+
+`/api/*` always answers JSON `{"error": "<path>: <message>", "duration": s}`;
+pages answer an HTML error page. Domain exceptions carry a user-facing message
+and map to a status here; nothing below the web layer knows about HTTP.
+"""
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from arbiter.domain.errors import (
+    AccountBlocked,
+    AccountPending,
+    DomainError,
+    InvalidCredentials,
+    NotFound,
+    PermissionDenied,
+    ValidationError,
+)
+from arbiter.web.middleware import is_api_path, request_started_at
+from arbiter.web.replies import worker_error_body
+from arbiter.web.templating import render_error_page
+
+log = logging.getLogger("arbiter.web")
+
+
+class ApiError(Exception):
+    """An error the API reports as `{error, duration}` with this status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+_DOMAIN_STATUS: tuple[tuple[type[DomainError], int], ...] = (
+    (InvalidCredentials, 401),
+    (AccountBlocked, 401),
+    (AccountPending, 401),
+    (PermissionDenied, 403),
+    (NotFound, 404),
+    (ValidationError, 400),
+)
+
+_REASONS = {
+    400: "Bad request",
+    401: "Not logged in",
+    403: "Forbidden",
+    404: "Page not found",
+    405: "Method not allowed",
+    413: "Request too large",
+    500: "Server error",
+    503: "Service unavailable",
+}
+
+
+def domain_status(error: DomainError) -> int:
+    for kind, status in _DOMAIN_STATUS:
+        if isinstance(error, kind):
+            return status
+    return 400
+
+
+def api_error_response(request: Request, status: int, message: str) -> Response:
+    body = worker_error_body(request.url.path, message, request_started_at(request.scope))
+    return Response(body, status_code=status, media_type="application/json")
+
+
+async def page_error_response(request: Request, status: int, message: str) -> Response:
+    return await render_error_page(request, status, _REASONS.get(status, "Error"), message)
+
+
+async def _respond(request: Request, status: int, message: str) -> Response:
+    if is_api_path(request.url.path):
+        return api_error_response(request, status, message)
+    return await page_error_response(request, status, message)
+
+
+async def handle_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    message = exc.detail if isinstance(exc.detail, str) else _REASONS.get(exc.status_code, "")
+    if exc.status_code == 404 and is_api_path(request.url.path):
+        message = "no such API endpoint" if message == "Not Found" else message
+    response = await _respond(request, exc.status_code, message)
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+async def handle_api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return await _respond(request, exc.status, exc.message)
+
+
+async def handle_domain_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, DomainError)
+    return await _respond(request, domain_status(exc), str(exc))
+
+
+async def handle_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return await _respond(request, 500, "internal server error")
+
+
+Handler = Callable[[Request, Exception], Awaitable[Response]]
+
+
+def exception_handlers() -> Mapping[Any, Handler]:
+    return {
+        HTTPException: handle_http_exception,
+        ApiError: handle_api_error,
+        DomainError: handle_domain_error,
+        Exception: handle_unexpected,
+    }

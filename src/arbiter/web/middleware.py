@@ -1,0 +1,211 @@
+"""Pure ASGI middleware (never BaseHTTPMiddleware: it buffers bodies and breaks
+streaming). Every `__call__` here runs on the event loop and does only small,
+non-blocking work; the session lookup is the one database call, and it is
+offloaded to the threadpool.
+
+Order, outermost first (see `create_app`): HEAD->GET, request state, shutdown
+guard, body size limit, reject worker API on a secondary, session.
+"""
+
+import time
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from arbiter.protocol import API_PREFIX, WORKER_PATHS
+from arbiter.web.replies import plain_error_body, worker_error_body
+
+STATE_KEY = "arbiter.started_at"
+
+
+def request_started_at(scope: Scope) -> float:
+    started: float = scope.get(STATE_KEY, time.perf_counter())
+    return started
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith(API_PREFIX) or path == API_PREFIX.rstrip("/")
+
+
+async def send_body(send: Send, status: int, content_type: bytes, body: bytes) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_error(scope: Scope, send: Send, status: int, message: str) -> None:
+    """JSON `{error, duration}` on /api/*, a short plain page elsewhere."""
+    path = scope.get("path", "")
+    if is_api_path(path):
+        body = worker_error_body(path, message, request_started_at(scope))
+        await send_body(send, status, b"application/json", body)
+        return
+    await send_body(send, status, b"text/html; charset=utf-8", plain_error_body(status, message))
+
+
+class HeadMethodMiddleware:
+    """Serve HEAD as GET without a body (RFC 9110 9.3.2), so every GET route answers HEAD."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        body_sent = False
+
+        async def send_without_body(message: Message) -> None:
+            nonlocal body_sent
+            if message["type"] == "http.response.body":
+                if body_sent:
+                    return
+                body_sent = True
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_without_body)
+
+
+class RequestStateMiddleware:
+    """Stamps the start time every `duration` is measured from."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[STATE_KEY] = time.perf_counter()
+        await self.app(scope, receive, send)
+
+
+class ShutdownGuardMiddleware:
+    """Refuses new requests with 503 once shutdown has begun, so draining ends."""
+
+    def __init__(self, app: ASGIApp, is_shutting_down: Callable[[], bool]) -> None:
+        self.app = app
+        self.is_shutting_down = is_shutting_down
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.is_shutting_down():
+            await send_error(scope, send, 503, "server is shutting down, retry shortly")
+            return
+        await self.app(scope, receive, send)
+
+
+class BodyTooLargeError(Exception):
+    pass
+
+
+class BodySizeLimitMiddleware:
+    """Answers 413 before reading a body larger than the limit.
+
+    A declared Content-Length over the limit is refused at once; a chunked body
+    is counted as it streams and cut off as soon as it passes the limit, so no
+    handler ever buffers more than `limit` bytes.
+    """
+
+    def __init__(
+        self, app: ASGIApp, limit: int, upload_limit: int, upload_paths: tuple[str, ...]
+    ) -> None:
+        self.app = app
+        self.limit = limit
+        self.upload_limit = upload_limit
+        self.upload_paths = upload_paths
+
+    def _limit_for(self, path: str) -> int:
+        return self.upload_limit if path.startswith(self.upload_paths) else self.limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self._limit_for(scope["path"])
+        declared = _content_length(scope)
+        if declared is not None and declared > limit:
+            await send_error(scope, send, 413, f"request body larger than {limit} bytes")
+            return
+        received = 0
+        response_started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLargeError
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except BodyTooLargeError:
+            if not response_started:
+                await send_error(scope, send, 413, f"request body larger than {limit} bytes")
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+class RejectNonPrimaryWorkerApiMiddleware:
+    """On a secondary, worker endpoints answer JSON 503 so workers back off and retry."""
+
+    def __init__(self, app: ASGIApp, is_primary: bool) -> None:
+        self.app = app
+        self.is_primary = is_primary
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.is_primary and scope["path"] in WORKER_PATHS:
+            await send_error(scope, send, 503, "primary instance required")
+            return
+        await self.app(scope, receive, send)
+
+
+# Content-Security-Policy without inline script: every script and style is a
+# file served by the app itself.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+_SECURITY_HEADERS = [
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+class SecurityHeadersMiddleware:
+    """Adds CSP, nosniff, Referrer-Policy and frame denial to every UI response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or is_api_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [header for header in _SECURITY_HEADERS if header[0] not in present]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

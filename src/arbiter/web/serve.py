@@ -1,0 +1,70 @@
+"""`arbiter serve`: run one Arbiter process under uvicorn.
+
+uvicorn settings follow the seeds: httptools + uvloop, a deep accept backlog
+so reconnection bursts queue in the kernel, and never `limit_concurrency`
+(it answers plain-text 503s; workers need JSON).
+"""
+
+import argparse
+import logging
+import sys
+
+import uvicorn
+from sqlalchemy.engine import make_url
+
+from arbiter.admin import settings_from_args
+from arbiter.web.app import create_app
+from arbiter.web.settings import Settings, SettingsError
+
+BACKLOG = 16384
+
+
+def banner(settings: Settings) -> str:
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host  # noqa: S104
+    url = f"http://{host}:{settings.port}/"
+    if settings.database_url:
+        # Never print a database password to a terminal or a log.
+        shown = make_url(settings.resolved_database_url).render_as_string(hide_password=True)
+        storage, where = shown, f"--database-url {shown}"
+    else:
+        storage, where = (
+            f"SQLite in {settings.data_dir.resolve()}",
+            f"--data-dir {settings.data_dir}",
+        )
+    create = f"arbiter users create NAME --approver --password-stdin {where}"
+    return (
+        f"Arbiter {settings.role} starting\n"
+        f"  open:     {url}\n"
+        f"  database: {storage}\n"
+        f"  first approver account (in another terminal):\n"
+        f"    echo 'a long passphrase' | {create}\n"
+        f"  then log in at {url}login\n"
+    )
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from_args(args)
+        app = create_app(settings)
+    except SettingsError as error:
+        print(f"arbiter: {error}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    print(banner(settings), flush=True)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        http="httptools",
+        backlog=BACKLOG,
+        timeout_keep_alive=75,  # longer than a worker's 30 s request timeout
+        log_level=settings.log_level,
+        access_log=False,
+        proxy_headers=True,
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 1

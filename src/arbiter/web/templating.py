@@ -1,0 +1,85 @@
+"""Jinja2 rendering. Templates fail loudly (StrictUndefined) and render in the
+threadpool: template rendering is CPU work that must not stall the event loop."""
+
+import functools
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from arbiter import __version__
+from arbiter.web.sessions import SCOPE_KEY, RequestSession
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+@functools.cache
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES_DIR),
+        autoescape=select_autoescape(["html"]),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["version"] = __version__
+    env.globals["static_url"] = static_url
+    env.filters["timestamp"] = format_timestamp
+    return env
+
+
+@functools.cache
+def static_url(name: str) -> str:
+    """A cache-busting URL: the file's modification time as a query string."""
+    path = (STATIC_DIR / name).resolve()
+    if STATIC_DIR.resolve() not in path.parents:
+        raise ValueError(f"static file outside the static directory: {name}")
+    return f"/static/{name}?v={int(path.stat().st_mtime)}"
+
+
+def format_timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def page_context(request: Request) -> dict[str, Any]:
+    session: RequestSession | None = request.scope.get(SCOPE_KEY)
+    if session is None:
+        return {"user": None, "csrf_token": "", "flashes": [], "path": request.url.path}
+    return {
+        "user": session.user,
+        "csrf_token": session.csrf_token,
+        "flashes": session.take_flashes(),
+        "path": request.url.path,
+    }
+
+
+def render_sync(template: str, context: Mapping[str, Any]) -> str:
+    return environment().get_template(template).render(context)
+
+
+async def render(
+    request: Request, template: str, context: Mapping[str, Any] | None = None, status: int = 200
+) -> HTMLResponse:
+    full = {**page_context(request), **(context or {})}
+    body = await run_in_threadpool(render_sync, template, full)
+    response = HTMLResponse(body, status_code=status)
+    session: RequestSession | None = request.scope.get(SCOPE_KEY)
+    # Pages that show a user's own data must not be stored by browsers or proxies.
+    response.headers["cache-control"] = (
+        "no-store" if session and session.user else "no-cache, private"
+    )
+    return response
+
+
+async def render_error_page(
+    request: Request, status: int, title: str, message: str
+) -> HTMLResponse:
+    return await render(
+        request, "error.html", {"status": status, "title": title, "message": message}, status
+    )

@@ -1,0 +1,1 @@
+"""Page handlers: parse the form, call one service in the threadpool, render."""
