@@ -1,0 +1,83 @@
+"""The `arbiter` command, run as a real subprocess on a real SQLite file."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ARBITER = [sys.executable, "-m", "arbiter"]
+PASSWORD = "correct horse battery staple 1729\n"
+
+
+def arbiter(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "ARBITER_ARGON2_TIME_COST": "1",
+        "ARBITER_ARGON2_MEMORY_KIB": "8",
+    }
+    return subprocess.run(
+        [*ARBITER, *args], input=stdin, capture_output=True, text=True, env=env, check=False
+    )
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> str:
+    return str(tmp_path / "data")
+
+
+def test_db_upgrade_creates_the_database(data_dir: str) -> None:
+    result = arbiter("db", "upgrade", "--data-dir", data_dir)
+    assert result.returncode == 0, result.stderr
+    assert (Path(data_dir) / "arbiter.sqlite3").exists()
+    assert arbiter("db", "upgrade", "--data-dir", data_dir).returncode == 0
+
+
+def test_users_create_token_and_list(data_dir: str) -> None:
+    created = arbiter(
+        "users",
+        "create",
+        "alice",
+        "--approver",
+        "--email",
+        "a@example.org",
+        "--password-stdin",
+        "--data-dir",
+        data_dir,
+        stdin=PASSWORD,
+    )
+    assert created.returncode == 0, created.stderr
+    token = arbiter("users", "token", "alice", "--label", "box1", "--data-dir", data_dir)
+    assert token.returncode == 0, token.stderr
+    assert token.stdout.strip().startswith("arb_")
+    assert len(token.stdout.strip()) > 40
+    listing = arbiter("users", "list", "--data-dir", data_dir)
+    assert listing.stdout.split("\t")[:3] == ["alice", "active", "approver"]
+
+
+def test_weak_password_is_refused_with_a_message(data_dir: str) -> None:
+    result = arbiter(
+        "users", "create", "bob", "--password-stdin", "--data-dir", data_dir, stdin="bob\n"
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("arbiter: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_duplicate_user_is_refused(data_dir: str) -> None:
+    args = ("users", "create", "carol", "--password-stdin", "--data-dir", data_dir)
+    assert arbiter(*args, stdin=PASSWORD).returncode == 0
+    again = arbiter(*args, stdin=PASSWORD)
+    assert again.returncode == 1
+    assert "Traceback" not in again.stderr
+
+
+def test_token_for_unknown_user_is_an_error(data_dir: str) -> None:
+    result = arbiter("users", "token", "nobody", "--data-dir", data_dir)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_password_stdin_is_required(data_dir: str) -> None:
+    result = arbiter("users", "create", "dave", "--data-dir", data_dir)
+    assert result.returncode == 2

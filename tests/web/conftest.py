@@ -1,0 +1,29 @@
+"""Fixtures for the web layer: a real app (real SQLite file) in-process through
+Starlette's TestClient, which runs the lifespan like uvicorn does."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from arbiter.web.app import create_app
+from arbiter.web.settings import Settings
+
+
+@pytest.fixture
+def settings(tmp_path: Path, sqlite_database_url: str) -> Settings:
+    return Settings(
+        data_dir=tmp_path,
+        database_url=sqlite_database_url,
+        secret_key="test-secret",
+        # cheap hashing keeps the suite fast; production uses OWASP's minimum
+        argon2_time_cost=1,
+        argon2_memory_kib=8,
+    )
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings), base_url="http://testserver") as test_client:
+        yield test_client

@@ -1,0 +1,51 @@
+"""The app factory and lifespan: threadpool size, single-process primary, migrations."""
+
+import pytest
+from anyio.to_thread import current_default_thread_limiter
+from starlette.testclient import TestClient
+
+from arbiter.web.app import create_app, require_single_process_on_primary
+from arbiter.web.settings import TASK_SEMAPHORE_SIZE, THREADPOOL_TOKENS, Settings, SettingsError
+from tests.web.support import state
+
+
+def test_seed_constants() -> None:
+    assert THREADPOOL_TOKENS == 200
+    assert TASK_SEMAPHORE_SIZE == 5
+
+
+def test_lifespan_applies_threadpool_tokens(settings: Settings) -> None:
+    with TestClient(create_app(settings.with_changes(threadpool_tokens=123))) as client:
+        limiter_tokens = client.portal.call(lambda: current_default_thread_limiter().total_tokens)  # type: ignore[union-attr]
+        assert limiter_tokens == 123
+        assert state(client).task_semaphore._value == settings.task_semaphore_size
+
+
+@pytest.mark.parametrize("variable", ["WEB_CONCURRENCY", "UVICORN_WORKERS"])
+def test_primary_refuses_several_processes(settings: Settings, variable: str) -> None:
+    with pytest.raises(SettingsError, match="one process"):
+        require_single_process_on_primary(settings, {variable: "4"})
+    require_single_process_on_primary(settings, {variable: "1"})
+    require_single_process_on_primary(settings.with_changes(role="secondary"), {variable: "4"})
+
+
+def test_empty_database_is_migrated_at_start(tmp_path: object, settings: Settings) -> None:
+    fresh = settings.with_changes(database_url="", data_dir=settings.data_dir / "fresh")
+    with TestClient(create_app(fresh)) as client:
+        assert client.get("/tests").status_code == 200
+    assert (fresh.data_dir / "arbiter.sqlite3").exists()
+
+
+def test_settings_from_environment() -> None:
+    env = {"ARBITER_PORT": "9001", "ARBITER_ROLE": "secondary", "ARBITER_SECURE_COOKIES": "yes"}
+    parsed = Settings.from_env(env)
+    assert (parsed.port, parsed.role, parsed.secure_cookies) == (9001, "secondary", True)
+    with pytest.raises(SettingsError, match="ARBITER_PORT"):
+        Settings.from_env({"ARBITER_PORT": "eighty"})
+    with pytest.raises(SettingsError, match="ARBITER_ROLE"):
+        Settings.from_env({"ARBITER_ROLE": "leader"})
+
+
+def test_postgres_urls_select_psycopg() -> None:
+    parsed = Settings.from_env({"ARBITER_DATABASE_URL": "postgresql://u@h/db"})
+    assert parsed.resolved_database_url == "postgresql+psycopg://u@h/db"
