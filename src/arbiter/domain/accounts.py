@@ -240,6 +240,18 @@ class Accounts:
             self._verified.add(record.id, record.credentials_version, secret)
         return self._usable(record)
 
+    def authenticate_token(self, token: str) -> User:
+        """A bearer token alone (scripting API): the token names its user."""
+        if not is_worker_token(token):
+            raise InvalidCredentials("Invalid or revoked token.")
+        with self._storage.read() as tx:
+            found = tx.tokens.get_by_hash(digest(token))
+            record = None if found is None else tx.users.get_by_id(found.user_id)
+        if found is None or record is None or found.revoked_at is not None:
+            raise InvalidCredentials("Invalid or revoked token.")
+        self._touch_token(found)
+        return self._usable(record)
+
     def _usable(self, record: UserRecord) -> User:
         if record.blocked:
             raise AccountBlocked

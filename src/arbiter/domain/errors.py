@@ -41,3 +41,11 @@ class ValidationError(DomainError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+class BadRequest(DomainError):  # noqa: N818
+    """A request naming things that do not fit together (unknown task, not yours)."""
+
+
+class Unauthorized(DomainError):  # noqa: N818
+    """Known caller, but not allowed this act (the reference answers 401)."""

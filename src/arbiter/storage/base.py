@@ -10,7 +10,9 @@ from typing import Any, Protocol
 
 from arbiter.storage.records import (
     ActionRecord,
+    RunRecord,
     SessionRecord,
+    TaskRecord,
     TokenRecord,
     UserRecord,
     WorkerBlockRecord,
@@ -140,3 +142,47 @@ class WorkerBlockStore(Protocol):
     def get(self, worker_name: str) -> WorkerBlockRecord | None: ...
     def set(self, worker_name: str, *, blocked: bool, message: str, at: float) -> None: ...
     def list_blocked(self) -> list[WorkerBlockRecord]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedRunFilter:
+    """The ways finished runs can be listed (reference /api/finished_runs), newest first."""
+
+    username: str | None = None
+    success_only: bool = False
+    yellow_only: bool = False
+    ltc_only: bool = False
+    since: float | None = None
+    offset: int = 0
+    limit: int = 50
+
+
+class RunStore(Protocol):
+    def add(self, run: RunRecord) -> None: ...
+    def get(self, run_id: str) -> RunRecord | None: ...
+    def save(self, run: RunRecord) -> None:
+        """Replace the stored row of `run.id` (aggregates, flags and args)."""
+        ...
+
+    def unfinished(self) -> list[RunRecord]: ...
+    def get_many(self, run_ids: list[str]) -> list[RunRecord]: ...
+    def finished(self, run_filter: FinishedRunFilter) -> list[RunRecord]: ...
+
+
+class TaskStore(Protocol):
+    def add(self, task: TaskRecord) -> None: ...
+    def get(self, run_id: str, task_id: int) -> TaskRecord | None: ...
+    def save(self, task: TaskRecord) -> None: ...
+    def for_run(self, run_id: str) -> list[TaskRecord]:
+        """All tasks of a run, by task_id."""
+        ...
+
+    def for_runs(self, run_ids: list[str]) -> list[TaskRecord]: ...
+    def deactivate_all(self, run_id: str, at: float) -> int:
+        """Deactivate every active task of the run (it finished); returns how many."""
+        ...
+
+    def delete_for_run(self, run_id: str) -> None: ...
+    def games_by_run(self, username: str) -> dict[str, int]:
+        """Games each run got from this user's workers (for CPU-hour totals)."""
+        ...

@@ -67,3 +67,63 @@ class WorkerBlockRecord:
     blocked: bool
     message: str
     last_updated: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run: its arguments (`args`, the reference's shape) and aggregates over its tasks."""
+
+    id: str
+    version: int
+    username: str
+    start_time: float
+    last_updated: float
+    tc_base: float
+    rescheduled_from: str | None
+    approved: bool
+    approver: str
+    finished: bool
+    deleted: bool
+    failed: bool
+    failures: int
+    is_green: bool
+    is_yellow: bool
+    workers: int
+    cores: int
+    committed_games: int
+    total_games: int
+    wins: int
+    losses: int
+    draws: int
+    crashes: int
+    time_losses: int
+    pentanomial: list[int]
+    nps: float
+    games_per_minute: float
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task of a run: a block of games leased to one worker; stats are cumulative."""
+
+    run_id: str
+    task_id: int
+    num_games: int
+    start: int
+    active: bool
+    bad: bool
+    last_updated: float
+    username: str
+    worker_name: str
+    unique_key: str
+    remote_addr: str
+    worker_info: dict[str, Any]
+    wins: int
+    losses: int
+    draws: int
+    crashes: int
+    time_losses: int
+    pentanomial: list[int]
+    residual: float | None
+    spsa_params: dict[str, Any] | None

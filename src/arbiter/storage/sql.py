@@ -18,7 +18,9 @@ from sqlalchemy import Connection, Engine
 from arbiter.storage.base import (
     ActionStore,
     KVStore,
+    RunStore,
     SessionStore,
+    TaskStore,
     TokenStore,
     UserStore,
     WorkerBlockStore,
@@ -26,6 +28,7 @@ from arbiter.storage.base import (
 from arbiter.storage.engine import read_transaction, write_transaction
 from arbiter.storage.sql_actions import SqlActionStore
 from arbiter.storage.sql_kv import SqlKVStore
+from arbiter.storage.sql_runs import SqlRunStore, SqlTaskStore
 from arbiter.storage.sql_sessions import SqlSessionStore
 from arbiter.storage.sql_tokens import SqlTokenStore
 from arbiter.storage.sql_users import SqlUserStore
@@ -57,6 +60,14 @@ class Tx:
     @cached_property
     def kv(self) -> KVStore:
         return SqlKVStore(self.connection)
+
+    @cached_property
+    def runs(self) -> RunStore:
+        return SqlRunStore(self.connection)
+
+    @cached_property
+    def tasks(self) -> TaskStore:
+        return SqlTaskStore(self.connection)
 
     @cached_property
     def worker_blocks(self) -> WorkerBlockStore:

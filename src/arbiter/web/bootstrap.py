@@ -2,12 +2,14 @@
 
 import logging
 import secrets
+import threading
 
 from argon2 import PasswordHasher, Type
 from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.actions import Actions
+from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.storage.migrate import current_revision, head_revision, upgrade
@@ -71,6 +73,11 @@ def open_state(settings: Settings) -> AppState:
     try:
         prepare_database(engine)
         storage = Storage(engine)
+        gate = threading.Semaphore(settings.task_semaphore_size)
+        runs = Runs(storage, task_gate=gate)
+        if settings.is_primary:
+            live = runs.restore()
+            log.info("%d unfinished run(s) loaded", live)
         return AppState(
             settings=settings,
             engine=engine,
@@ -78,6 +85,8 @@ def open_state(settings: Settings) -> AppState:
             accounts=make_accounts(storage, settings),
             actions=Actions(storage),
             secret_key=load_secret_key(storage, settings.secret_key),
+            runs=runs,
+            task_semaphore=gate,
         )
     except BaseException:
         engine.dispose()

@@ -16,10 +16,12 @@ from starlette.responses import Response
 from arbiter.domain.errors import (
     AccountBlocked,
     AccountPending,
+    BadRequest,
     DomainError,
     InvalidCredentials,
     NotFound,
     PermissionDenied,
+    Unauthorized,
     ValidationError,
 )
 from arbiter.web.middleware import is_api_path, request_started_at
@@ -42,6 +44,8 @@ _DOMAIN_STATUS: tuple[tuple[type[DomainError], int], ...] = (
     (InvalidCredentials, 401),
     (AccountBlocked, 401),
     (AccountPending, 401),
+    (Unauthorized, 401),
+    (BadRequest, 400),
     (PermissionDenied, 403),
     (NotFound, 404),
     (ValidationError, 400),

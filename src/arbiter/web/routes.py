@@ -7,7 +7,7 @@ each one is routed here.
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from arbiter.web import api
+from arbiter.web import api, runs_api, worker_api
 from arbiter.web.templating import STATIC_DIR
 from arbiter.web.ui import accounts, home, users
 
@@ -19,8 +19,29 @@ def routes() -> list[BaseRoute]:
     return [
         # Worker protocol (POST, JSON body with credentials)
         Route("/api/request_version", api.request_version, methods=["POST"]),
+        Route("/api/request_task", worker_api.request_task, methods=["POST"]),
+        Route("/api/update_task", worker_api.update_task, methods=["POST"]),
+        Route("/api/beat", worker_api.beat, methods=["POST"]),
+        Route("/api/request_spsa", worker_api.request_spsa, methods=["POST"]),
+        Route("/api/failed_task", worker_api.failed_task, methods=["POST"]),
+        Route("/api/stop_run", worker_api.stop_run, methods=["POST"]),
+        Route("/api/upload_pgn", worker_api.upload_pgn, methods=["POST"]),
+        Route("/api/worker_log", worker_api.worker_log, methods=["POST"]),
+        # Scripting: runs, with Authorization: Bearer <token>
+        Route("/api/runs", runs_api.submit_run, methods=["POST"]),
+        Route("/api/runs/{run_id}/approve", runs_api.approve_run, methods=["POST"]),
+        Route("/api/runs/{run_id}/stop", runs_api.stop_run, methods=["POST"]),
+        Route("/api/runs/{run_id}/modify", runs_api.modify_run, methods=["POST"]),
+        Route("/api/runs/{run_id}/purge", runs_api.purge_run, methods=["POST"]),
+        Route("/api/runs/{run_id}/delete", runs_api.delete_run, methods=["POST"]),
         # Read-only API
         Route("/api/calc_elo", api.calc_elo_endpoint, methods=["GET"]),
+        Route("/api/active_runs", runs_api.active_runs, methods=["GET"]),
+        Route("/api/finished_runs", runs_api.finished_runs, methods=["GET"]),
+        Route("/api/actions", runs_api.list_actions, methods=["POST"]),
+        Route("/api/get_run/{run_id}", runs_api.get_run, methods=["GET"]),
+        Route("/api/get_task/{run_id}/{task_id}", runs_api.get_task, methods=["GET"]),
+        Route("/api/get_elo/{run_id}", runs_api.get_elo, methods=["GET"]),
         # Pages
         Route("/", home.index, methods=["GET"]),
         Route("/tests", home.tests, methods=["GET"]),

@@ -1,12 +1,13 @@
 """The per-process state the lifespan builds and the handlers use."""
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.actions import Actions
+from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
 from arbiter.web.settings import Settings
 
@@ -19,10 +20,9 @@ class AppState:
     accounts: Accounts
     actions: Actions
     secret_key: str
+    runs: Runs
     # The seeds' admission gate in front of the scheduler: request_task acquires
-    # it without blocking and answers "too busy" at once when it is full.
-    task_semaphore: threading.Semaphore = field(init=False)
+    # it without blocking and answers "too busy" at once when it is full. The
+    # scheduler holds the same object.
+    task_semaphore: threading.Semaphore
     shutting_down: bool = False
-
-    def __post_init__(self) -> None:
-        self.task_semaphore = threading.Semaphore(self.settings.task_semaphore_size)

@@ -1,0 +1,228 @@
+"""Runs as documents: a new run's `args` from a validated submission, and the
+wire views the API serves (the reference's shapes)."""
+
+import hashlib
+import math
+import os
+import time
+from dataclasses import asdict
+from typing import Any
+
+from arbiter.domain.run_args import RunArgs, option_value
+from arbiter.stats.scheduling import tc_ratio
+from arbiter.stats.sprt import new_sprt
+from arbiter.stats.spsa import SpsaParam
+from arbiter.storage.records import RunRecord, TaskRecord
+
+RUN_VERSION = 1
+DEFAULT_HASH_MIB = 16  # an engine's Hash when the options do not set one
+
+
+def new_run_id(now: float) -> str:
+    """24 hex digits, time first like a MongoDB ObjectId: ids sort by creation."""
+    return f"{int(now):08x}{os.urandom(8).hex()}"
+
+
+def run_label(run_id: str, new_tag: str) -> str:
+    """The reference's short run name in actions: `<new_tag[:23]>-<md5(id)[:7]>`."""
+    return f"{new_tag[:23]}-{hashlib.md5(run_id.encode()).hexdigest()[:7]}"  # noqa: S324 - a label
+
+
+def build_args(
+    args: RunArgs, *, username: str, resolved_base: str, resolved_new: str
+) -> dict[str, Any]:
+    """The stored `args` of a new run: the submission plus derived state."""
+    doc: dict[str, Any] = {
+        "base_tag": args.base_tag,
+        "new_tag": args.new_tag,
+        "base_nets": [],
+        "new_nets": [],
+        "num_games": args.num_games,
+        "tc": args.tc,
+        "new_tc": args.new_tc,
+        "book": args.book,
+        "book_depth": str(args.book_depth),
+        "threads": args.threads,
+        "resolved_base": resolved_base,
+        "resolved_new": resolved_new,
+        "msg_base": "",
+        "msg_new": "",
+        "base_options": args.base_options,
+        "new_options": args.new_options,
+        "info": args.info,
+        "base_signature": args.base_signature,
+        "new_signature": args.new_signature,
+        "username": username,
+        "tests_repo": args.tests_repo,
+        "auto_purge": args.auto_purge,
+        "throughput": args.throughput,
+        "itp": 100.0,
+        "priority": args.priority,
+        "adjudication": args.adjudication,
+        "arch_filter": args.arch_filter,
+        "compiler": args.compiler,
+        # Derived once from arch_filter: the scheduler never runs a user's regex.
+        "allowed_archs": None if args.allowed_archs is None else sorted(args.allowed_archs),
+    }
+    if args.sprt is not None:
+        batch = max(1, int(0.5 + 16.0 / scheduling_ratio(doc)))
+        doc["sprt"] = dict(
+            new_sprt(
+                args.sprt.alpha,
+                args.sprt.beta,
+                args.sprt.elo0,
+                args.sprt.elo1,
+                elo_model=args.sprt.elo_model,
+                batch_size=batch,
+            )
+        )
+    if args.spsa is not None:
+        schedule = args.spsa.schedule
+        doc["spsa"] = {
+            "A": schedule.big_a,
+            "alpha": args.spsa.alpha,
+            "gamma": args.spsa.gamma,
+            "raw_params": args.spsa.raw_params,
+            "iter": 0,
+            "num_iter": schedule.num_iter,
+            "params": [param_document(p) for p in args.spsa.params],
+            "param_history": [],
+        }
+    return doc
+
+
+def param_document(param: SpsaParam) -> dict[str, Any]:
+    return asdict(param)
+
+
+def scheduling_ratio(args: dict[str, Any]) -> float:
+    """tc_ratio of the run (game length × threads relative to 10+0.1)."""
+    from arbiter.domain.run_args import parse_time_control
+
+    tc = parse_time_control(args["tc"]).scheduling_tc()
+    return tc_ratio(tc, int(args["threads"]))
+
+
+def tc_base(tc: str) -> float:
+    """The leading number of the time control (LTC from 40 on); 0 for fixed nodes."""
+    head = tc.partition("+")[0].rpartition("/")[2]
+    try:
+        return float(head)
+    except ValueError:
+        return 0.0
+
+
+def new_run_record(run_id: str, username: str, args: dict[str, Any], now: float) -> RunRecord:
+    return RunRecord(
+        id=run_id,
+        version=RUN_VERSION,
+        username=username,
+        start_time=now,
+        last_updated=now,
+        tc_base=tc_base(args["tc"]),
+        rescheduled_from=None,
+        approved=False,
+        approver="",
+        finished=False,
+        deleted=False,
+        failed=False,
+        failures=0,
+        is_green=False,
+        is_yellow=False,
+        workers=0,
+        cores=0,
+        committed_games=0,
+        total_games=0,
+        wins=0,
+        losses=0,
+        draws=0,
+        crashes=0,
+        time_losses=0,
+        pentanomial=[0, 0, 0, 0, 0],
+        nps=0.0,
+        games_per_minute=0.0,
+        args=args,
+    )
+
+
+def hash_mib(options: str) -> int:
+    value = option_value(options, "Hash")
+    try:
+        return int(value) if value is not None else DEFAULT_HASH_MIB
+    except ValueError:
+        return DEFAULT_HASH_MIB
+
+
+# ---------------------------------------------------------------- wire views
+
+
+def results_view(record: RunRecord | TaskRecord) -> dict[str, Any]:
+    return {
+        "wins": record.wins,
+        "losses": record.losses,
+        "draws": record.draws,
+        "crashes": record.crashes,
+        "time_losses": record.time_losses,
+        "pentanomial": list(record.pentanomial),
+    }
+
+
+def run_view(run: RunRecord, *, history: bool = False) -> dict[str, Any]:
+    """A run as `/api/get_run` and `/api/active_runs` show it (tasks left out)."""
+    args = dict(run.args)
+    args.pop("allowed_archs", None)
+    if "spsa" in args and not history:
+        args["spsa"] = {**args["spsa"], "param_history": []}
+    return {
+        "_id": run.id,
+        "version": run.version,
+        "start_time": _iso(run.start_time),
+        "last_updated": _iso(run.last_updated),
+        "tc_base": run.tc_base,
+        "rescheduled_from": run.rescheduled_from,
+        "approved": run.approved,
+        "approver": run.approver,
+        "finished": run.finished,
+        "deleted": run.deleted,
+        "failed": run.failed,
+        "failures": run.failures,
+        "is_green": run.is_green,
+        "is_yellow": run.is_yellow,
+        "workers": run.workers,
+        "cores": run.cores,
+        "committed_games": run.committed_games,
+        "total_games": run.total_games,
+        "results": results_view(run),
+        "nps": run.nps,
+        "games_per_minute": run.games_per_minute,
+        "args": args,
+        "tasks": [],
+        "bad_tasks": [],
+    }
+
+
+def task_view(task: TaskRecord) -> dict[str, Any]:
+    """One task as `/api/get_task` shows it: worker identity partly masked."""
+    info = dict(task.worker_info)
+    info["unique_key"] = task.unique_key[:8] + "..."
+    info["remote_addr"] = "?.?.?.?"
+    residual: float | str | None = task.residual
+    if task.residual is not None and math.isinf(task.residual):
+        residual = "inf"
+    view: dict[str, Any] = {
+        "task_id": task.task_id,
+        "num_games": task.num_games,
+        "active": task.active,
+        "last_updated": _iso(task.last_updated),
+        "start": task.start,
+        "stats": results_view(task),
+        "worker_info": info,
+        "residual": residual,
+    }
+    if task.bad:
+        view["bad"] = True
+    return view
+
+
+def _iso(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(timestamp)) + f"{timestamp % 1:.6f}"[1:]

@@ -1,0 +1,323 @@
+"""What workers report about their tasks: results, beats, failures, stop requests, logs.
+
+`update_task` is the durable heart: the task's cumulative stats, the run's
+totals, its SPRT state and any SPSA step are committed in one transaction
+before the reply, so a worker told "saved" is never contradicted by a crash.
+A repeated identical update is recognised and changes nothing.
+
+Everything here runs in the threadpool, under the run's own lock: updates of
+different runs proceed in parallel and never wait for the scheduler.
+"""
+
+from dataclasses import replace
+from typing import Any
+
+from arbiter.domain import actions
+from arbiter.domain.errors import BadRequest, Unauthorized
+from arbiter.domain.runs.documents import run_label
+from arbiter.domain.runs.outcome import finish, is_decided, run_action
+from arbiter.domain.runs.registry import Change, RunContext, RunState
+from arbiter.domain.runs.spsa_steps import apply_spsa_result, perturbation
+from arbiter.domain.runs.totals import games_played
+from arbiter.protocol.messages import SpsaResult, Stats, WorkerInfo
+from arbiter.protocol.workers import long_worker_name, worker_names
+from arbiter.stats.purge import crash_or_time
+from arbiter.stats.results import result_problems
+from arbiter.stats.sprt import sprt_results, update_sprt
+from arbiter.storage.records import RunRecord, TaskRecord
+
+STOP_RUN_CPU_HOURS = 1000.0  # a worker's user needs this much contributed to stop a run
+
+
+def not_active(run_id: str, task_id: int) -> dict[str, Any]:
+    return {"task_alive": False, "info": f"task {run_id}/{task_id} is not active"}
+
+
+def owned_task(state: RunState, task_id: int, worker: WorkerInfo) -> TaskRecord:
+    """The task, if it exists and belongs to this worker process (400 otherwise)."""
+    if task_id >= len(state.tasks):
+        raise BadRequest(f"Invalid task_id {task_id} for run {state.run.id}")
+    task = state.tasks[task_id]
+    if task.unique_key != worker.unique_key or task.username != worker.username:
+        raise BadRequest(f"Invalid unique_key for task {state.run.id}/{task_id}")
+    return task
+
+
+def deactivate(
+    context: RunContext, run_id: str, task_id: int, message: str, action: str = "failed_task"
+) -> bool:
+    """Take a task away from its worker (stale or dead); False if it was not active."""
+    with context.locked(run_id) as state:
+        if state is None or task_id >= len(state.tasks) or not state.tasks[task_id].active:
+            return False
+        task = state.tasks[task_id]
+        change = Change(state.run)
+        change.save_task(task, replace(task, active=False, spsa_params=None))
+        now = context.clock()
+        where = {"task_id": task_id, "worker": task_worker_name(task)}
+        change.log.append(run_action(state.run, action, task.username, message, now, **where))
+        context.commit(state, change)
+        return True
+
+
+def task_worker_name(task: TaskRecord) -> str:
+    info = task.worker_info
+    return long_worker_name(
+        task.username, int(info.get("concurrency", 0)), task.unique_key, bool(info.get("modified"))
+    )
+
+
+class ResultIngest:
+    def __init__(self, context: RunContext) -> None:
+        self._context = context
+
+    # --- update_task ---
+
+    def update_task(
+        self,
+        worker: WorkerInfo,
+        run_id: str,
+        task_id: int,
+        stats: Stats,
+        spsa: SpsaResult | None = None,
+    ) -> dict[str, Any]:
+        with self._context.locked(run_id) as state:
+            if state is None:
+                return self._gone(worker, run_id, task_id)
+            task = owned_task(state, task_id, worker)
+            if not task.active:
+                return not_active(run_id, task_id)
+            self._context.registry.renew(run_id, task_id)
+            if _same_stats(task, stats):
+                return {"task_alive": True}
+            problem = _stats_problem(state.run, task, stats)
+            if problem is not None:
+                self._kill(state, task, worker, problem)
+                return {"task_alive": False, "error": f"{run_id}/{task_id}: {problem}"}
+            change = self._ingest(state, task, stats, spsa)
+            self._context.commit(state, change)
+            alive = change.current(task).active and not change.run.finished
+            return {"task_alive": alive}
+
+    def _ingest(
+        self, state: RunState, task: TaskRecord, stats: Stats, spsa: SpsaResult | None
+    ) -> Change:
+        now = self._context.clock()
+        played = stats.wins + stats.losses + stats.draws
+        new_task = replace(
+            task,
+            wins=stats.wins,
+            losses=stats.losses,
+            draws=stats.draws,
+            crashes=stats.crashes,
+            time_losses=stats.time_losses,
+            pentanomial=list(stats.pentanomial),
+            last_updated=now,
+            active=played < task.num_games,
+        )
+        run = state.run
+        if spsa is not None and "spsa" in run.args:
+            run, new_task = apply_spsa_result(run, task, new_task, spsa)
+        change = Change(run)
+        change.save_task(task, new_task)
+        change.run = _advance_sprt(change.run)
+        if is_decided(change.run):
+            finish(state, change, now=now, by="", message=_finish_message(change.run))
+        return change
+
+    def _kill(self, state: RunState, task: TaskRecord, worker: WorkerInfo, why: str) -> None:
+        change = Change(state.run)
+        change.save_task(task, replace(task, active=False, spsa_params=None))
+        long_name, _ = worker_names(worker)
+        now = self._context.clock()
+        change.log.append(
+            run_action(
+                state.run,
+                "failed_task",
+                worker.username,
+                why,
+                now,
+                task_id=task.task_id,
+                worker=long_name,
+            )
+        )
+        self._context.commit(state, change)
+
+    def _gone(self, worker: WorkerInfo, run_id: str, task_id: int) -> dict[str, Any]:
+        """The run is not live (finished, or never existed): say which."""
+        with self._context.storage.read() as tx:
+            run = tx.runs.get(run_id)
+            task = tx.tasks.get(run_id, task_id) if run is not None else None
+        if run is None:
+            raise BadRequest(f"Invalid run_id: {run_id}")
+        if task is None:
+            raise BadRequest(f"Invalid task_id {task_id} for run {run_id}")
+        if task.unique_key != worker.unique_key or task.username != worker.username:
+            raise BadRequest(f"Invalid unique_key for task {run_id}/{task_id}")
+        return not_active(run_id, task_id)
+
+    # --- request_spsa, beat, failed_task, stop_run, worker_log ---
+
+    def request_spsa(self, worker: WorkerInfo, run_id: str, task_id: int) -> dict[str, Any]:
+        """Parameter values for the next SPSA batch; the flips are kept on the task."""
+        with self._context.locked(run_id) as state:
+            if state is None:
+                return self._gone(worker, run_id, task_id)
+            task = owned_task(state, task_id, worker)
+            if not task.active:
+                return not_active(run_id, task_id)
+            if "spsa" not in state.run.args:
+                raise BadRequest(f"Run {run_id} is not an SPSA run")
+            reply, stored = perturbation(state.run)
+            change = Change(state.run)
+            change.save_task(task, replace(task, spsa_params=stored))
+            self._context.commit(state, change)
+            return {**reply, "task_alive": True}
+
+    def worker_log(
+        self, worker: WorkerInfo, message: str, run_id: str | None, task_id: int | None
+    ) -> dict[str, Any]:
+        long_name, _ = worker_names(worker)
+        entry: dict[str, Any] = {
+            "time": self._context.clock(),
+            "action": "worker_log",
+            "username": worker.username,
+            "message": message,
+            "worker": long_name,
+        }
+        if run_id is not None and task_id is not None:
+            self.check_owner(worker, run_id, task_id)
+            entry.update(run_id=run_id, run=self._label(run_id), task_id=task_id)
+        with self._context.storage.write() as tx:
+            actions.record(tx, **entry)
+        return {}
+
+    def check_owner(self, worker: WorkerInfo, run_id: str, task_id: int) -> None:
+        state = self._context.registry.get(run_id)
+        if state is not None:
+            owned_task(state, task_id, worker)
+        else:
+            self._gone(worker, run_id, task_id)
+
+    def _label(self, run_id: str) -> str:
+        state = self._context.registry.get(run_id)
+        if state is not None:
+            return run_label(run_id, str(state.run.args.get("new_tag", "")))
+        with self._context.storage.read() as tx:
+            run = tx.runs.get(run_id)
+        return run_label(run_id, "" if run is None else str(run.args.get("new_tag", "")))
+
+    def beat(self, worker: WorkerInfo, run_id: str, task_id: int) -> dict[str, Any]:
+        """Renews the lease in memory only: losing a beat to a crash costs nothing."""
+        with self._context.locked(run_id) as state:
+            if state is None:
+                return self._gone(worker, run_id, task_id)
+            task = owned_task(state, task_id, worker)
+            if not task.active:
+                return not_active(run_id, task_id)
+            self._context.registry.renew(run_id, task_id)
+            return {"task_alive": True}
+
+    def failed_task(
+        self, worker: WorkerInfo, run_id: str, task_id: int, message: str
+    ) -> dict[str, Any]:
+        with self._context.locked(run_id) as state:
+            if state is None:
+                return self._gone(worker, run_id, task_id)
+            task = owned_task(state, task_id, worker)
+            if not task.active:
+                return not_active(run_id, task_id)
+            change = Change(state.run)
+            change.save_task(task, replace(task, active=False, spsa_params=None))
+            long_name, _ = worker_names(worker)
+            now = self._context.clock()
+            where = {"task_id": task_id, "worker": long_name}
+            change.log.append(
+                run_action(state.run, "failed_task", worker.username, message, now, **where)
+            )
+            if crash_or_time(games_played(task), task.crashes, task.time_losses):
+                note = f"crashes {task.crashes}, time losses {task.time_losses}"
+                change.log.append(
+                    run_action(state.run, "crash_or_time", worker.username, note, now, **where)
+                )
+            self._context.commit(state, change)
+            return {}
+
+    def stop_run(
+        self, worker: WorkerInfo, run_id: str, task_id: int, message: str, cpu_hours: float
+    ) -> dict[str, Any]:
+        """A worker asks to stop the whole run (bad signature, illegal moves...).
+
+        Only users with enough contributed CPU time may; others just lose the task.
+        """
+        with self._context.locked(run_id) as state:
+            if state is None:
+                self._gone(worker, run_id, task_id)
+                raise Unauthorized(f"Run {run_id} is already finished.")
+            task = owned_task(state, task_id, worker)
+            long_name, _ = worker_names(worker)
+            now = self._context.clock()
+            where = {"task_id": task_id, "worker": long_name}
+            change = Change(state.run)
+            if cpu_hours < STOP_RUN_CPU_HOURS:
+                if task.active:
+                    change.save_task(task, replace(task, active=False, spsa_params=None))
+                refused = f"{message} (not authorized)"
+                change.log.append(
+                    run_action(state.run, "stop_run", worker.username, refused, now, **where)
+                )
+                self._context.commit(state, change)
+                raise Unauthorized(
+                    f"User {worker.username} has too few CPU hours to stop run {run_id}."
+                )
+            change.run = replace(state.run, failed=True, failures=state.run.failures + 1)
+            finish(state, change, now=now, by=worker.username, message=message)
+            change.log[-1] = run_action(
+                state.run, "stop_run", worker.username, message, now, **where
+            )
+            self._context.commit(state, change)
+            return {}
+
+
+def _same_stats(task: TaskRecord, stats: Stats) -> bool:
+    return (
+        task.wins == stats.wins
+        and task.losses == stats.losses
+        and task.draws == stats.draws
+        and task.crashes == stats.crashes
+        and task.time_losses == stats.time_losses
+        and list(task.pentanomial) == list(stats.pentanomial)
+    )
+
+
+def _stats_problem(run: RunRecord, task: TaskRecord, stats: Stats) -> str | None:
+    """Why these cumulative stats cannot follow the stored ones, or None."""
+    sprt = run.args.get("sprt")
+    batch = int(sprt["batch_size"]) if sprt is not None else None
+    problems = result_problems(stats.wins, stats.losses, stats.draws, stats.pentanomial, batch)
+    if problems:
+        return "incompatible stats: " + "; ".join(problems)
+    old = (task.wins, task.losses, task.draws, task.crashes, task.time_losses, *task.pentanomial)
+    new = (stats.wins, stats.losses, stats.draws, stats.crashes, stats.time_losses)
+    if any(n < o for n, o in zip((*new, *stats.pentanomial), old, strict=True)):
+        return "incompatible stats: a cumulative count went down"
+    played = stats.wins + stats.losses + stats.draws
+    if played > task.num_games:
+        return f"incompatible stats: {played} games played in a task of {task.num_games}"
+    return None
+
+
+def _advance_sprt(run: RunRecord) -> RunRecord:
+    sprt = run.args.get("sprt")
+    if sprt is None or sprt.get("state"):
+        return run
+    counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
+    state = update_sprt(sprt, counts)
+    return replace(run, args={**run.args, "sprt": dict(state)})
+
+
+def _finish_message(run: RunRecord) -> str:
+    sprt = run.args.get("sprt")
+    if sprt is not None and sprt.get("state"):
+        return f"SPRT {sprt['state']} (LLR {sprt['llr']:.2f})"
+    return "all games played"

@@ -1,0 +1,328 @@
+"""Submitting runs and what people do to them: approve, stop, modify, purge, delete.
+
+Plain values in, plain values out; every method runs in the threadpool (git,
+locks, the database). Each operation writes its action in the same
+transaction as the change.
+"""
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from arbiter.domain.accounts import User
+from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
+from arbiter.domain.git import resolve_refs
+from arbiter.domain.modify_rules import Modifiable, RunFacts, RunKind, apply_modification
+from arbiter.domain.run_args import parse_run_args
+from arbiter.domain.runs.documents import build_args, new_run_id, new_run_record
+from arbiter.domain.runs.outcome import finish, is_undecided, run_action
+from arbiter.domain.runs.registry import Change, RunContext, RunState
+from arbiter.domain.runs.totals import recompute
+from arbiter.stats.purge import aggregate_rows, bad_workers, crash_or_time, worker_row
+from arbiter.stats.sprt import sprt_results, update_sprt
+from arbiter.storage.records import RunRecord, TaskRecord
+
+RefResolver = Callable[[str, Sequence[str], Mapping[str, str]], dict[str, str]]
+
+
+def resolve_with_git(repo: str, refs: Sequence[str], fields: Mapping[str, str]) -> dict[str, str]:
+    return resolve_refs(repo, refs, fields=fields)
+
+
+class RunLifecycle:
+    def __init__(self, context: RunContext, resolve: RefResolver = resolve_with_git) -> None:
+        self._context = context
+        self._resolve = resolve
+        # Finished runs live only in storage; changes to them are rare, one at a time.
+        self._offline = threading.Lock()
+
+    # --- submission ---
+
+    def submit(self, user: User, raw: Mapping[str, object]) -> str:
+        """Validate, resolve the tags with git, store the run (unapproved); its id."""
+        args = parse_run_args(raw)
+        fields = {args.base_tag: "base_tag", args.new_tag: "new_tag"}
+        shas = self._resolve(args.tests_repo, [args.base_tag, args.new_tag], fields)
+        doc = build_args(
+            args,
+            username=user.username,
+            resolved_base=shas[args.base_tag],
+            resolved_new=shas[args.new_tag],
+        )
+        now = self._context.clock()
+        run = new_run_record(new_run_id(now), user.username, doc, now)
+        entry = run_action(run, "new_run", user.username, _describe(run), now)
+        with self._context.storage.write() as tx:
+            tx.runs.add(run)
+            _record(tx, entry)
+        self._context.registry.put(RunState(run, []))
+        return run.id
+
+    # --- decisions on a run ---
+
+    def approve(self, user: User, run_id: str) -> None:
+        if not user.is_approver:
+            raise PermissionDenied("Only approvers may approve runs.")
+        with self._live(run_id) as state:
+            run = state.run
+            if run.username == user.username:
+                raise PermissionDenied("You cannot approve your own run.")
+            if run.approved:
+                raise ValidationError("run", "This run is already approved.")
+            change = Change(replace(run, approved=True, approver=user.username))
+            change.log.append(run_action(run, "approve_run", user.username, "approved", _now(self)))
+            self._context.commit(state, change)
+
+    def stop(self, user: User, run_id: str, message: str = "User stop") -> None:
+        with self._live(run_id) as state:
+            _require_owner_or_approver(user, state.run)
+            change = Change(state.run)
+            now = _now(self)
+            finish(state, change, now=now, by=user.username, message=message)
+            change.log[-1] = run_action(state.run, "stop_run", user.username, message, now)
+            self._context.commit(state, change)
+
+    def modify(self, user: User, run_id: str, requested: Mapping[str, object]) -> None:
+        """The reference's modify rules; an undecided result re-opens a finished run."""
+        with self._any(run_id) as state:
+            run = state.run
+            _require_owner_or_approver(user, run)
+            facts = _facts(run)
+            outcome = apply_modification(
+                facts,
+                requested,
+                actor=user.username,
+                is_approver=user.is_approver,
+                now=datetime.fromtimestamp(_now(self), UTC),
+            )
+            if not outcome.changes:
+                return
+            values = outcome.values
+            args = {
+                **run.args,
+                "num_games": values.num_games,
+                "priority": values.priority,
+                "throughput": values.throughput,
+                "auto_purge": values.auto_purge,
+                "info": values.info,
+            }
+            new_run = replace(run, args=args)
+            if outcome.approval_lost:
+                new_run = replace(new_run, approved=False, approver="")
+            self._commit_reopening(state, Change(new_run), user, "modify_run", _diff(outcome))
+
+    def purge(self, user: User, run_id: str) -> int:
+        """Marks the tasks of outlier workers bad; returns how many tasks were purged."""
+        with self._any(run_id) as state:
+            _require_owner_or_approver(user, state.run)
+            if "spsa" in state.run.args:
+                raise ValidationError("run", "SPSA runs cannot be purged.")
+            bad = _bad_tasks(state.tasks)
+            if not bad:
+                return 0
+            change = Change(state.run)
+            for task in bad:
+                change.save_task(task, _purged(task))
+            change.run = _rescore(change.run)
+            message = f"purged {len(bad)} task(s)"
+            self._commit_reopening(state, change, user, "purge_run", message)
+            return len(bad)
+
+    def delete(self, user: User, run_id: str) -> None:
+        with self._any(run_id) as state:
+            _require_owner_or_approver(user, state.run)
+            change = Change(state.run)
+            now = _now(self)
+            if not state.run.finished:
+                finish(state, change, now=now, by=user.username, message="deleted")
+                change.log.clear()
+            change.run = replace(change.run, deleted=True, finished=True)
+            change.log.append(run_action(state.run, "delete_run", user.username, "", now))
+            self._commit_any(state, change)
+
+    # --- helpers ---
+
+    def _commit_reopening(
+        self, state: RunState, change: Change, user: User, action: str, message: str
+    ) -> None:
+        run = change.run
+        if run.finished and not run.deleted and is_undecided(run):
+            change.run = replace(run, finished=False, is_green=False, is_yellow=False)
+        change.log.append(run_action(run, action, user.username, message, _now(self)))
+        self._commit_any(state, change)
+        if not change.run.finished and self._context.registry.get(run.id) is None:
+            self._context.registry.put(state)
+
+    def _commit_any(self, state: RunState, change: Change) -> None:
+        # On a finished run's loaded state, publishing only updates that state.
+        self._context.commit(state, change)
+
+    def _live(self, run_id: str) -> "_Guard":
+        return _Guard(self, run_id, live_only=True)
+
+    def _any(self, run_id: str) -> "_Guard":
+        return _Guard(self, run_id, live_only=False)
+
+    def load(self, run_id: str) -> RunState | None:
+        with self._context.storage.read() as tx:
+            run = tx.runs.get(run_id)
+            tasks = tx.tasks.for_run(run_id) if run is not None else []
+        return None if run is None else RunState(run, tasks)
+
+
+class _Guard:
+    """`with` block holding a run's lock: the in-memory state of an unfinished
+    run, or (live_only=False) a state loaded from storage for a finished one."""
+
+    def __init__(self, lifecycle: RunLifecycle, run_id: str, *, live_only: bool) -> None:
+        self._lifecycle = lifecycle
+        self._run_id = run_id
+        self._live_only = live_only
+        self._release: Callable[[], None] | None = None
+
+    def __enter__(self) -> RunState:
+        registry = self._lifecycle._context.registry
+        state = registry.get(self._run_id)
+        if state is not None:
+            state.lock.acquire()
+            if registry.get(self._run_id) is state:
+                self._release = state.lock.release
+                return state
+            state.lock.release()
+        if self._live_only:
+            raise _missing_or_finished(self._lifecycle, self._run_id)
+        self._lifecycle._offline.acquire()
+        self._release = self._lifecycle._offline.release
+        loaded = self._lifecycle.load(self._run_id)
+        if loaded is None or (loaded.run.deleted):
+            self._lifecycle._offline.release()
+            self._release = None
+            raise NotFound(f"No run {self._run_id}.")
+        return loaded
+
+    def __exit__(self, *exc: object) -> None:
+        if self._release is not None:
+            self._release()
+
+
+def _missing_or_finished(lifecycle: RunLifecycle, run_id: str) -> Exception:
+    state = lifecycle.load(run_id)
+    if state is None or state.run.deleted:
+        return NotFound(f"No run {run_id}.")
+    return ValidationError("run", f"Run {run_id} is already finished.")
+
+
+def _require_owner_or_approver(user: User, run: RunRecord) -> None:
+    if user.username != run.username and not user.is_approver:
+        raise PermissionDenied("Only the run's owner or an approver may do that.")
+
+
+def _facts(run: RunRecord) -> RunFacts:
+    args = run.args
+    kind: RunKind = "sprt" if "sprt" in args else "spsa" if "spsa" in args else "fixed"
+    return RunFacts(
+        kind=kind,
+        owner=run.username,
+        start_time=datetime.fromtimestamp(run.start_time, UTC),
+        approved=run.approved,
+        failed=run.failed,
+        current=Modifiable(
+            num_games=int(args["num_games"]),
+            priority=float(args["priority"]),
+            throughput=float(args["throughput"]),
+            auto_purge=bool(args["auto_purge"]),
+            info=str(args["info"]),
+        ),
+    )
+
+
+def _diff(outcome: Any) -> str:
+    return ", ".join(f"{name}: {old!r} -> {new!r}" for name, (old, new) in outcome.changes.items())
+
+
+def _bad_tasks(tasks: list[TaskRecord]) -> list[TaskRecord]:
+    """Tasks of workers whose results are outliers (χ²), or that crashed or lost on time."""
+    live = [t for t in tasks if not t.bad]
+    rows = aggregate_rows(
+        (t.worker_name, worker_row(t.wins, t.losses, t.draws, t.pentanomial)) for t in live
+    )
+    outliers = bad_workers(rows)
+    return [
+        t
+        for t in live
+        if t.worker_name in outliers
+        or (not t.active and crash_or_time(t.wins + t.losses + t.draws, t.crashes, t.time_losses))
+    ]
+
+
+def _purged(task: TaskRecord) -> TaskRecord:
+    return replace(
+        task,
+        active=False,
+        bad=True,
+        wins=0,
+        losses=0,
+        draws=0,
+        crashes=0,
+        time_losses=0,
+        pentanomial=[0, 0, 0, 0, 0],
+        spsa_params=None,
+    )
+
+
+def _rescore(run: RunRecord) -> RunRecord:
+    """An SPRT's LLR after its samples changed outside the batch rhythm (a purge)."""
+    sprt = run.args.get("sprt")
+    if sprt is None:
+        return run
+    counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
+    fresh = update_sprt({**sprt, "state": ""}, counts)  # type: ignore[typeddict-item]
+    return replace(run, args={**run.args, "sprt": dict(fresh)})
+
+
+def _describe(run: RunRecord) -> str:
+    args = run.args
+    rule = "SPRT" if "sprt" in args else "SPSA" if "spsa" in args else f"{args['num_games']} games"
+    return f"{rule} {args['new_tag']} vs {args['base_tag']} at {args['tc']}"
+
+
+def _record(tx: Any, entry: dict[str, Any]) -> None:
+    from arbiter.domain import actions
+
+    actions.record(tx, **entry)
+
+
+def _now(lifecycle: RunLifecycle) -> float:
+    return lifecycle._context.clock()
+
+
+def restore(context: RunContext, log: Callable[[str], None]) -> int:
+    """Start-up: load every unfinished run, verify its aggregates against its tasks
+    (log and fix any difference), finish the already-decided ones; give every
+    active task a fresh lease. Returns how many runs are live."""
+    from arbiter.domain.runs.outcome import is_decided
+    from arbiter.domain.runs.totals import differences
+
+    with context.storage.read() as tx:
+        runs = tx.runs.unfinished()
+        tasks = tx.tasks.for_runs([run.id for run in runs])
+    by_run: dict[str, list[TaskRecord]] = {run.id: [] for run in runs}
+    for task in tasks:
+        by_run[task.run_id].append(task)
+    now = context.clock()
+    for run in runs:
+        state = RunState(run, by_run[run.id])
+        fixed = recompute(run, state.tasks)
+        diffs = differences(run, fixed)
+        if diffs:
+            log(f"run {run.id}: aggregates differed from its tasks, fixed: {diffs}")
+        context.registry.put(state, lease_from=now)
+        if diffs or is_decided(fixed):
+            with state.lock:
+                change = Change(fixed)
+                if is_decided(fixed):
+                    finish(state, change, now=now, by="", message="decided before restart")
+                context.commit(state, change)
+    return len(context.registry.states())

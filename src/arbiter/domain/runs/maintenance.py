@@ -1,0 +1,74 @@
+"""Periodic upkeep of live runs (run by the job scheduler, in its own executor):
+reclaim tasks whose worker went silent, refresh each run's share (itp) and rates."""
+
+from dataclasses import replace
+
+from arbiter.domain.run_args import parse_time_control
+from arbiter.domain.runs.documents import scheduling_ratio
+from arbiter.domain.runs.ingest import deactivate
+from arbiter.domain.runs.registry import LEASE_SECONDS, Change, RunContext, RunState
+from arbiter.stats.scheduling import internal_throughput
+from arbiter.storage.records import RunRecord, TaskRecord
+
+
+def scavenge_dead_tasks(context: RunContext) -> int:
+    """Deactivate tasks with no beat or update for LEASE_SECONDS; how many."""
+    now = context.clock()
+    message = f"no heartbeat for more than {LEASE_SECONDS:.0f} s"
+    return sum(
+        deactivate(context, run_id, task_id, message, action="dead_task")
+        for run_id, task_id in context.registry.expired(now)
+    )
+
+
+def refresh_rates(context: RunContext) -> int:
+    """Recompute itp, nps and games per minute of every live run; commits the
+    runs whose values changed and returns how many."""
+    states = context.registry.states()
+    busy_runs_per_user: dict[str, int] = {}
+    for state in states:
+        if state.run.workers > 0:
+            busy_runs_per_user[state.run.username] = (
+                busy_runs_per_user.get(state.run.username, 0) + 1
+            )
+    changed = 0
+    for state in states:
+        with context.locked(state.run.id) as locked:
+            if locked is None:
+                continue
+            updated = _with_rates(locked, busy_runs_per_user.get(locked.run.username, 0))
+            if updated != locked.run:
+                context.commit(locked, Change(updated))
+                changed += 1
+    return changed
+
+
+def _cores(task: TaskRecord) -> int:
+    return int(task.worker_info.get("concurrency", 0))
+
+
+def _with_rates(state: RunState, same_user_busy: int) -> RunRecord:
+    run = state.run
+    args = run.args
+    sprt = args.get("sprt")
+    itp = internal_throughput(
+        float(args["throughput"]),
+        scheduling_ratio(args),
+        same_user_busy,
+        run.wins + run.losses + run.draws,
+        sprt_llr=None if sprt is None else float(sprt["llr"]),
+        sprt_elo0=None if sprt is None else float(sprt["elo0"]),
+    )
+    threads = int(args["threads"])
+    duration = parse_time_control(args["tc"]).game_duration()
+    active = [task for task in state.tasks if task.active]
+    nps = sum(
+        float(t.worker_info.get("nps", 0.0)) * int(t.worker_info["concurrency"]) for t in active
+    )
+    per_minute = sum(60.0 / duration * (_cores(t) // threads) for t in active)
+    return replace(
+        run,
+        nps=round(nps, 1),
+        games_per_minute=round(per_minute, 2),
+        args={**args, "itp": round(itp, 3)},
+    )

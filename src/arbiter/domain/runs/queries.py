@@ -1,0 +1,125 @@
+"""Read-only views of runs and tasks for the API (reference 1.3), with explanations.
+
+Unfinished runs are answered from memory on the primary; everything else, and
+every read on a secondary, comes from storage. Runs in the threadpool.
+"""
+
+from typing import Any
+
+from arbiter.domain.errors import NotFound
+from arbiter.domain.runs.documents import run_view, task_view
+from arbiter.domain.runs.registry import RunContext, RunState
+from arbiter.domain.runs.scheduler import NO_GAMES, NOT_APPROVED
+from arbiter.stats.sprt import sprt_results
+from arbiter.stats.sprt_elo import sprt_elo
+from arbiter.storage.base import FinishedRunFilter
+from arbiter.storage.records import RunRecord, TaskRecord
+
+FINISHED_PAGE_SIZE = 50
+
+
+class RunQueries:
+    def __init__(self, context: RunContext) -> None:
+        self._context = context
+
+    def active_runs(self) -> dict[str, dict[str, Any]]:
+        states = self._context.registry.states()
+        if states:
+            runs = [state.run for state in states]
+        else:  # a secondary keeps no registry: read storage
+            with self._context.storage.read() as tx:
+                runs = tx.runs.unfinished()
+        return {run.id: run_view(run) for run in runs if not run.deleted}
+
+    def finished_runs(self, page: int, run_filter: FinishedRunFilter) -> dict[str, dict[str, Any]]:
+        """Page `page` (1-based) of finished runs, newest update first."""
+        offset = (page - 1) * FINISHED_PAGE_SIZE
+        query = FinishedRunFilter(
+            username=run_filter.username,
+            success_only=run_filter.success_only,
+            yellow_only=run_filter.yellow_only,
+            ltc_only=run_filter.ltc_only,
+            since=run_filter.since,
+            offset=offset,
+            limit=FINISHED_PAGE_SIZE,
+        )
+        with self._context.storage.read() as tx:
+            runs = tx.runs.finished(query)
+        return {run.id: run_view(run) for run in runs}
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """The run (tasks left out) and `why_no_workers`: what keeps workers away."""
+        state = self._context.registry.get(run_id)
+        run = state.run if state is not None else self._stored_run(run_id)
+        view = run_view(run)
+        view["why_no_workers"] = why_no_workers(run, state)
+        return view
+
+    def get_task(self, run_id: str, task_id: int) -> dict[str, Any]:
+        state = self._context.registry.get(run_id)
+        task: TaskRecord | None
+        if state is not None:
+            task = state.tasks[task_id] if 0 <= task_id < len(state.tasks) else None
+        else:
+            with self._context.storage.read() as tx:
+                task = tx.tasks.get(run_id, task_id)
+        if task is None:
+            raise NotFound(f"No task {task_id} in run {run_id}.")
+        return task_view(task)
+
+    def get_elo(self, run_id: str) -> dict[str, Any]:
+        view = self.get_run(run_id)
+        state = self._context.registry.get(run_id)
+        run = state.run if state is not None else self._stored_run(run_id)
+        view["elo"] = sprt_estimate(run)
+        return view
+
+    def _stored_run(self, run_id: str) -> RunRecord:
+        with self._context.storage.read() as tx:
+            run = tx.runs.get(run_id)
+        if run is None or run.deleted:
+            raise NotFound(f"No run {run_id}.")
+        return run
+
+
+def sprt_estimate(run: RunRecord) -> dict[str, object]:
+    """{a, b, elo, ci, LOS, LLR} of an SPRT run with games; {} otherwise."""
+    sprt = run.args.get("sprt")
+    if sprt is None or run.wins + run.losses + run.draws == 0:
+        return {}
+    model = sprt["elo_model"]
+    counts = sprt_results(model, run.wins, run.losses, run.draws, run.pentanomial)
+    try:
+        estimate = sprt_elo(
+            counts,
+            float(sprt["elo0"]),
+            float(sprt["elo1"]),
+            model,
+            alpha=float(sprt["alpha"]),
+            beta=float(sprt["beta"]),
+            ldw=[run.losses, run.draws, run.wins],
+        )
+    except (ValueError, ZeroDivisionError):
+        return {}
+    return estimate.as_dict()
+
+
+def why_no_workers(run: RunRecord, state: RunState | None) -> list[str]:
+    """Plain reasons, most decisive first; empty while the run has workers."""
+    states = (
+        (run.deleted, "deleted"),
+        (run.finished, "finished"),
+        (not run.approved, NOT_APPROVED),
+        (run.committed_games >= int(run.args["num_games"]), NO_GAMES),
+    )
+    decisive = next((reason for holds, reason in states if holds), None)
+    if decisive is not None:
+        return [decisive]
+    if run.workers > 0:
+        return []
+    if state is None or not state.refusals:
+        return ["no worker has asked for work since it became available"]
+    return [
+        f"{reason} ({count} request{'s' if count != 1 else ''})"
+        for reason, count in state.refusals.most_common()
+    ]

@@ -1,0 +1,55 @@
+"""The runs service as the web layer sees it: one object built at start-up."""
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from arbiter.domain.run_args import parse_time_control
+from arbiter.domain.runs.ingest import ResultIngest
+from arbiter.domain.runs.lifecycle import RefResolver, RunLifecycle, resolve_with_git, restore
+from arbiter.domain.runs.maintenance import refresh_rates, scavenge_dead_tasks
+from arbiter.domain.runs.queries import RunQueries
+from arbiter.domain.runs.registry import Registry, RunContext
+from arbiter.domain.runs.scheduler import TaskScheduler
+from arbiter.storage import Storage
+
+log = logging.getLogger("arbiter.runs")
+
+
+class Runs:
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        task_gate: threading.Semaphore,
+        clock: Callable[[], float] = time.time,
+        resolve: RefResolver = resolve_with_git,
+        book_sri: Callable[[str], str | None] = lambda _name: None,
+    ) -> None:
+        self.context = RunContext(storage, Registry(clock), clock)
+        self.lifecycle = RunLifecycle(self.context, resolve)
+        self.scheduler = TaskScheduler(self.context, task_gate, book_sri)
+        self.ingest = ResultIngest(self.context)
+        self.queries = RunQueries(self.context)
+
+    def restore(self) -> int:
+        """Primary start-up: load and verify live runs (threadpool)."""
+        return restore(self.context, log.warning)
+
+    def scavenge(self) -> int:
+        return scavenge_dead_tasks(self.context)
+
+    def refresh_rates(self) -> int:
+        return refresh_rates(self.context)
+
+    def cpu_hours(self, username: str) -> float:
+        """CPU hours this user's workers gave: games × threads × game length."""
+        with self.context.storage.read() as tx:
+            games = tx.tasks.games_by_run(username)
+            runs = tx.runs.get_many(list(games))
+        seconds = 0.0
+        for run in runs:
+            duration = parse_time_control(run.args["tc"]).game_duration()
+            seconds += games[run.id] * int(run.args["threads"]) * duration
+        return seconds / 3600.0

@@ -1,0 +1,191 @@
+"""The runs API: scripting (submit and act on runs with a bearer token) and the
+read-only endpoints of reference 1.3.
+
+Handlers parse on the event loop and make one service call in the threadpool.
+Mutations need the primary (it owns the live runs); reads work everywhere.
+"""
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from arbiter.domain.accounts import User
+from arbiter.storage.base import ActionFilter, FinishedRunFilter
+from arbiter.web.api import app_state
+from arbiter.web.errors import ApiError
+from arbiter.web.jsonio import json_reply, read_json_object
+
+_TIMESTAMP = re.compile(r"\d{10}(\.\d+)?")
+_RUN_ID = re.compile(r"[0-9a-f]{24}")
+ACTION_FILTER_KEYS = frozenset({"action", "username", "run_id", "before", "max_count"})
+DEFAULT_ACTIONS = 200
+CORS = {"access-control-allow-origin": "*"}
+
+
+# ---------------------------------------------------------------- scripting
+
+
+async def _bearer(request: Request) -> User:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "send a worker token: Authorization: Bearer <token>")
+    accounts = app_state(request).accounts
+    return await run_in_threadpool(accounts.authenticate_token, token.strip())
+
+
+def _require_primary(request: Request) -> None:
+    if not app_state(request).settings.is_primary:
+        raise ApiError(503, "primary instance required")
+
+
+def _run_id(request: Request) -> str:
+    run_id = str(request.path_params["run_id"])
+    if not _RUN_ID.fullmatch(run_id):
+        raise ApiError(404, f"no run {run_id}")
+    return run_id
+
+
+async def submit_run(request: Request) -> Response:
+    _require_primary(request)
+    user = await _bearer(request)
+    body = await read_json_object(request)
+    run_id = await run_in_threadpool(app_state(request).runs.lifecycle.submit, user, body)
+    return json_reply(request, {"run_id": run_id})
+
+
+async def _act(request: Request, act: Callable[[User, str, dict[str, Any]], object]) -> Response:
+    _require_primary(request)
+    user = await _bearer(request)
+    run_id = _run_id(request)
+    body = await read_json_object(request) if await request.body() else {}
+    result = await run_in_threadpool(act, user, run_id, body)
+    reply = {"run_id": run_id}
+    if isinstance(result, int) and not isinstance(result, bool):
+        reply["purged_tasks"] = result  # type: ignore[assignment]
+    return json_reply(request, reply)
+
+
+async def approve_run(request: Request) -> Response:
+    lifecycle = app_state(request).runs.lifecycle
+    return await _act(request, lambda user, run_id, _body: lifecycle.approve(user, run_id))
+
+
+async def stop_run(request: Request) -> Response:
+    lifecycle = app_state(request).runs.lifecycle
+
+    def stop(user: User, run_id: str, body: dict[str, Any]) -> None:
+        message = body.get("message", "User stop")
+        if not isinstance(message, str):
+            raise ApiError(400, "message: expected a string")
+        lifecycle.stop(user, run_id, message[:500] or "User stop")
+
+    return await _act(request, stop)
+
+
+async def modify_run(request: Request) -> Response:
+    lifecycle = app_state(request).runs.lifecycle
+    return await _act(request, lifecycle.modify)
+
+
+async def purge_run(request: Request) -> Response:
+    lifecycle = app_state(request).runs.lifecycle
+    return await _act(request, lambda user, run_id, _body: lifecycle.purge(user, run_id))
+
+
+async def delete_run(request: Request) -> Response:
+    lifecycle = app_state(request).runs.lifecycle
+    return await _act(request, lambda user, run_id, _body: lifecycle.delete(user, run_id))
+
+
+# ---------------------------------------------------------------- read-only
+
+
+async def active_runs(request: Request) -> Response:
+    runs = await run_in_threadpool(app_state(request).runs.queries.active_runs)
+    return _plain_json(runs)
+
+
+async def finished_runs(request: Request) -> Response:
+    params = request.query_params
+    page_text = params.get("page", "")
+    if not page_text.isdigit() or int(page_text) < 1:
+        raise ApiError(400, "page: a page number from 1 is required")
+    since = None
+    if params.get("timestamp"):
+        if not _TIMESTAMP.fullmatch(params["timestamp"]):
+            raise ApiError(400, "timestamp: Unix seconds (10 digits, optional fraction)")
+        since = float(params["timestamp"])
+    run_filter = FinishedRunFilter(
+        username=params.get("username") or None,
+        success_only=bool(params.get("success_only")),
+        yellow_only=bool(params.get("yellow_only")),
+        ltc_only=bool(params.get("ltc_only")),
+        since=since,
+    )
+    queries = app_state(request).runs.queries
+    runs = await run_in_threadpool(queries.finished_runs, int(page_text), run_filter)
+    return _plain_json(runs)
+
+
+async def get_run(request: Request) -> Response:
+    run_id = _run_id(request)
+    view = await run_in_threadpool(app_state(request).runs.queries.get_run, run_id)
+    return _plain_json(view, CORS)
+
+
+async def get_task(request: Request) -> Response:
+    run_id = _run_id(request)
+    task_text = str(request.path_params["task_id"])
+    if not task_text.isdigit():
+        raise ApiError(404, f"no task {task_text} in run {run_id}")
+    queries = app_state(request).runs.queries
+    view = await run_in_threadpool(queries.get_task, run_id, int(task_text))
+    return _plain_json(view)
+
+
+async def get_elo(request: Request) -> Response:
+    run_id = _run_id(request)
+    view = await run_in_threadpool(app_state(request).runs.queries.get_elo, run_id)
+    return _plain_json(view)
+
+
+async def list_actions(request: Request) -> Response:
+    """POST /api/actions: a whitelisted filter, never a raw query."""
+    body = await read_json_object(request)
+    action_filter = _action_filter(body)
+    found = await run_in_threadpool(app_state(request).actions.list, action_filter)
+    return _plain_json(found, CORS)
+
+
+def _action_filter(body: dict[str, Any]) -> ActionFilter:
+    unknown = sorted(set(body) - ACTION_FILTER_KEYS)
+    if unknown:
+        allowed = ", ".join(sorted(ACTION_FILTER_KEYS))
+        raise ApiError(400, f"{unknown[0]}: not a filter (allowed: {allowed})")
+    texts = {key: body.get(key) for key in ("action", "username", "run_id")}
+    for key, value in texts.items():
+        if value is not None and not isinstance(value, str):
+            raise ApiError(400, f"{key}: expected a string")
+    before = body.get("before")
+    if before is not None and (isinstance(before, bool) or not isinstance(before, int | float)):
+        raise ApiError(400, "before: expected a Unix time in seconds")
+    max_count = body.get("max_count", DEFAULT_ACTIONS)
+    if isinstance(max_count, bool) or not isinstance(max_count, int):
+        raise ApiError(400, "max_count: expected an integer")
+    return ActionFilter(
+        action=texts["action"],
+        username=texts["username"],
+        run_id=texts["run_id"],
+        before=None if before is None else float(before),
+        max_count=max_count,
+    )
+
+
+def _plain_json(payload: Any, headers: dict[str, str] | None = None) -> Response:
+    """Read endpoints answer the document itself (no `duration`), as the reference."""
+    return Response(msgspec.json.encode(payload), media_type="application/json", headers=headers)

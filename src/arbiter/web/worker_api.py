@@ -1,0 +1,136 @@
+"""The worker protocol's task endpoints (reference 1.2), wire-compatible.
+
+Each handler decodes the body on the event loop, then makes its service calls
+(credentials, then the run service) in the threadpool, and answers JSON with
+`duration`. The secondary-role middleware has already refused these paths
+off the primary.
+"""
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from arbiter.domain.accounts import User
+from arbiter.protocol.messages import (
+    BeatRequest,
+    FailedTaskRequest,
+    RequestSpsaRequest,
+    RequestTaskRequest,
+    StopRunRequest,
+    UpdateTaskRequest,
+    UploadPgnRequest,
+    WorkerLogRequest,
+    WorkerRequest,
+)
+from arbiter.web.api import app_state
+from arbiter.web.jsonio import json_reply, read_body
+
+MAX_LOG_MESSAGE = 5120
+
+
+async def _authenticated(request: Request, body: WorkerRequest) -> User:
+    accounts = app_state(request).accounts
+    return await run_in_threadpool(
+        accounts.authenticate_worker, body.worker_info.username, body.password
+    )
+
+
+def remote_address(request: Request) -> str:
+    return request.client.host if request.client is not None else ""
+
+
+async def request_task(request: Request) -> Response:
+    body = await read_body(request, RequestTaskRequest)
+    user = await _authenticated(request, body)
+    scheduler = app_state(request).runs.scheduler
+    reply = await run_in_threadpool(
+        scheduler.request_task, body.worker_info, user, remote_address(request)
+    )
+    return json_reply(request, reply)
+
+
+async def update_task(request: Request) -> Response:
+    body = await read_body(request, UpdateTaskRequest)
+    await _authenticated(request, body)
+    ingest = app_state(request).runs.ingest
+    reply = await run_in_threadpool(
+        ingest.update_task, body.worker_info, body.run_id, body.task_id, body.stats, body.spsa
+    )
+    return json_reply(request, reply)
+
+
+async def beat(request: Request) -> Response:
+    body = await read_body(request, BeatRequest)
+    await _authenticated(request, body)
+    ingest = app_state(request).runs.ingest
+    reply = await run_in_threadpool(ingest.beat, body.worker_info, body.run_id, body.task_id)
+    return json_reply(request, reply)
+
+
+async def request_spsa(request: Request) -> Response:
+    body = await read_body(request, RequestSpsaRequest)
+    await _authenticated(request, body)
+    ingest = app_state(request).runs.ingest
+    reply = await run_in_threadpool(
+        ingest.request_spsa, body.worker_info, body.run_id, body.task_id
+    )
+    return json_reply(request, reply)
+
+
+async def failed_task(request: Request) -> Response:
+    body = await read_body(request, FailedTaskRequest)
+    await _authenticated(request, body)
+    ingest = app_state(request).runs.ingest
+    reply = await run_in_threadpool(
+        ingest.failed_task,
+        body.worker_info,
+        body.run_id,
+        body.task_id,
+        body.message[:MAX_LOG_MESSAGE],
+    )
+    return json_reply(request, reply)
+
+
+async def stop_run(request: Request) -> Response:
+    body = await read_body(request, StopRunRequest)
+    user = await _authenticated(request, body)
+    runs = app_state(request).runs
+
+    def stop() -> dict[str, Any]:
+        hours = float("inf") if user.is_approver else runs.cpu_hours(user.username)
+        message = body.message[:MAX_LOG_MESSAGE]
+        return runs.ingest.stop_run(body.worker_info, body.run_id, body.task_id, message, hours)
+
+    return json_reply(request, await run_in_threadpool(stop))
+
+
+async def worker_log(request: Request) -> Response:
+    body = await read_body(request, WorkerLogRequest)
+    await _authenticated(request, body)
+    ingest = app_state(request).runs.ingest
+    reply = await run_in_threadpool(
+        ingest.worker_log,
+        body.worker_info,
+        body.message[:MAX_LOG_MESSAGE],
+        body.run_id,
+        body.task_id,
+    )
+    return json_reply(request, reply)
+
+
+async def upload_pgn(request: Request) -> Response:
+    body = await read_body(request, UploadPgnRequest)
+    await _authenticated(request, body)
+    state = app_state(request)
+
+    def store() -> dict[str, Any]:
+        from arbiter.domain.pgns import decode_pgn_upload
+
+        state.runs.ingest.check_owner(body.worker_info, body.run_id, body.task_id)
+        data = decode_pgn_upload(body.pgn)
+        state.pgns.store(body.run_id, body.task_id, data)
+        return {}
+
+    return json_reply(request, await run_in_threadpool(store))

@@ -1,0 +1,85 @@
+"""Incremental run aggregates always equal the sum over tasks."""
+
+from dataclasses import replace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arbiter.domain.runs.totals import apply_change, differences, recompute
+from arbiter.storage.records import RunRecord, TaskRecord
+
+RUN = RunRecord(
+    id="r" * 24,
+    version=1,
+    username="u",
+    start_time=0.0,
+    last_updated=0.0,
+    tc_base=10.0,
+    rescheduled_from=None,
+    approved=True,
+    approver="a",
+    finished=False,
+    deleted=False,
+    failed=False,
+    failures=0,
+    is_green=False,
+    is_yellow=False,
+    workers=0,
+    cores=0,
+    committed_games=0,
+    total_games=0,
+    wins=0,
+    losses=0,
+    draws=0,
+    crashes=0,
+    time_losses=0,
+    pentanomial=[0, 0, 0, 0, 0],
+    nps=0.0,
+    games_per_minute=0.0,
+    args={},
+)
+
+
+def task(task_id: int, active: bool, cores: int, counts: list[int]) -> TaskRecord:
+    ll, ld, dd, wd, ww = counts
+    return TaskRecord(
+        run_id=RUN.id,
+        task_id=task_id,
+        num_games=2 * sum(counts) + 10,
+        start=0,
+        active=active,
+        bad=False,
+        last_updated=0.0,
+        username="u",
+        worker_name="w",
+        unique_key="k",
+        remote_addr="",
+        worker_info={"concurrency": cores},
+        wins=wd + 2 * ww,
+        losses=ld + 2 * ll,
+        draws=ld + 2 * dd + wd,
+        crashes=0,
+        time_losses=0,
+        pentanomial=counts,
+        residual=None,
+        spsa_params=None,
+    )
+
+
+counts = st.lists(st.integers(0, 50), min_size=5, max_size=5)
+step = st.tuples(st.integers(0, 4), st.booleans(), st.integers(1, 16), counts)
+
+
+@given(st.lists(step, max_size=30))
+def test_incremental_equals_recomputed(steps: list[tuple[int, bool, int, list[int]]]) -> None:
+    run = RUN
+    tasks: dict[int, TaskRecord] = {}
+    for task_id, active, cores, values in steps:
+        new = task(task_id, active, cores, values)
+        run = apply_change(run, tasks.get(task_id), new)
+        tasks[task_id] = new
+    assert differences(run, recompute(RUN, list(tasks.values()))) == {}
+
+
+def test_differences_name_the_fields() -> None:
+    assert differences(RUN, replace(RUN, wins=3)) == {"wins": (0, 3)}
