@@ -10,6 +10,7 @@ which case they fail.
 
 import os
 import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,3 +110,23 @@ def engine(database_url: str) -> Iterator[Engine]:
     engine = make_engine(database_url, pool_size=5)
     yield engine
     engine.dispose()
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.org", "-c", "user.name=t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture(scope="session")
+def repo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A local repository with `master` and `patch` branches (file:// URL)."""
+    repo = tmp_path_factory.mktemp("engine-repo")
+    _git(repo, "init", "-q", "-b", "master")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "base")
+    _git(repo, "checkout", "-q", "-b", "patch")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "patch")
+    return f"file://{repo}"

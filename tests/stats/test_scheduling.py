@@ -32,7 +32,7 @@ BIG = 10**9
         ("40/20", 1, 62.56, 2.0238095238095237, 8, 224, 464, 230),
     ],
 )
-def test_table(tc, threads, duration, ratio, batch, sprt8, sprt16, fixed8) -> None:  # type: ignore[no-untyped-def]  # noqa: PLR0917
+def test_table(tc, threads, duration, ratio, batch, sprt8, sprt16, fixed8) -> None:  # type: ignore[no-untyped-def]
     assert game_duration(tc) == close(duration)
     assert tc_ratio(tc, threads) == close(ratio)
     assert sprt_batch_size(tc, threads) == batch

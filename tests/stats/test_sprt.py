@@ -50,7 +50,7 @@ def test_single_update_rows_12_to_14(penta, llr, state, last, skipped) -> None: 
         ),
     ],
 )
-def test_sequential_rows_25_26(probs, seed, penta, llr, state, o0, o1, bounds) -> None:  # type: ignore[no-untyped-def]  # noqa: PLR0917
+def test_sequential_rows_25_26(probs, seed, penta, llr, state, o0, o1, bounds) -> None:  # type: ignore[no-untyped-def]
     final_penta, final = simulate(probs, seed)
     assert final_penta == penta
     assert sum(final_penta) == final["overshoot"]["last_update"]

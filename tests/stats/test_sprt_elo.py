@@ -28,7 +28,7 @@ P4 = [39, 2226, 31451, 2412, 40]
           18.844699201784373)),  # row 24
     ],
 )  # fmt: skip
-def test_rows_20_to_24(results, elo0, elo1, model, ldw, expected) -> None:  # type: ignore[no-untyped-def]  # noqa: PLR0917
+def test_rows_20_to_24(results, elo0, elo1, model, ldw, expected) -> None:  # type: ignore[no-untyped-def]
     est = sprt_elo(results, elo0, elo1, model, ldw=ldw)
     assert est.a == close(-2.9444389791664403)
     assert est.b == close(2.9444389791664403)

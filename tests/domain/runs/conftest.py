@@ -1,9 +1,7 @@
 """Fixtures for the runs domain: a real database, a real git repository, a
 controllable clock, and users."""
 
-import subprocess
 import threading
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
@@ -12,26 +10,6 @@ from arbiter.domain.accounts import User
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
 from tests.domain.runs.support import Clock, make_user
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@example.org", "-c", "user.name=t", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
-
-
-@pytest.fixture(scope="session")
-def repo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A local repository with `master` and `patch` branches (file:// URL)."""
-    repo = tmp_path_factory.mktemp("engine-repo")
-    _git(repo, "init", "-q", "-b", "master")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "base")
-    _git(repo, "checkout", "-q", "-b", "patch")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "patch")
-    return f"file://{repo}"
 
 
 @pytest.fixture

@@ -1,0 +1,110 @@
+"""A real `arbiter serve` process on a real socket, for tests that need uvicorn."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2 as httpx
+
+PASSWORD = "correct horse battery staple 1729"
+CHEAP_HASHING = {"ARBITER_ARGON2_TIME_COST": "1", "ARBITER_ARGON2_MEMORY_KIB": "8"}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[str]
+    url: str
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+
+def start_server(
+    data_dir: Path, database_url: str = "", extra_env: dict[str, str] | None = None
+) -> Server:
+    port = free_port()
+    env = {**os.environ, **CHEAP_HASHING, **(extra_env or {})}
+    args = [
+        sys.executable,
+        "-m",
+        "arbiter",
+        "serve",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+    ]
+    if database_url:
+        args += ["--database-url", database_url]
+    log = data_dir.parent / f"server-{port}.log"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as sink:
+        process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
+    server = Server(process, f"http://127.0.0.1:{port}", log)
+    wait_until_serving(server)
+    return server
+
+
+def wait_until_serving(server: Server, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise AssertionError(f"server exited early:\n{server.output()}")
+        try:
+            if httpx.get(server.url + "/tests", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise AssertionError(f"server did not start:\n{server.output()}")
+
+
+def stop(server: Server) -> None:
+    if server.process.poll() is None:
+        server.process.terminate()
+        try:
+            server.process.wait(10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait()
+
+
+def create_user(
+    data_dir: Path, name: str, database_url: str = "", *, approver: bool = False
+) -> None:
+    args = [
+        sys.executable,
+        "-m",
+        "arbiter",
+        "users",
+        "create",
+        name,
+        "--password-stdin",
+        "--data-dir",
+        str(data_dir),
+    ]
+    if database_url:
+        args += ["--database-url", database_url]
+    if approver:
+        args.append("--approver")
+    env = {**os.environ, **CHEAP_HASHING}
+    subprocess.run(args, input=PASSWORD + "\n", text=True, check=True, capture_output=True, env=env)
+
+
+def create_token(data_dir: Path, name: str, database_url: str = "") -> str:
+    args = [sys.executable, "-m", "arbiter", "users", "token", name, "--data-dir", str(data_dir)]
+    if database_url:
+        args += ["--database-url", database_url]
+    done = subprocess.run(args, text=True, check=True, capture_output=True, env=dict(os.environ))
+    return done.stdout.strip()
