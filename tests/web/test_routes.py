@@ -7,7 +7,27 @@ from arbiter.web.routes import routes
 
 EXPECTED = {
     ("/api/request_version", "POST"),
+    ("/api/request_task", "POST"),
+    ("/api/update_task", "POST"),
+    ("/api/beat", "POST"),
+    ("/api/request_spsa", "POST"),
+    ("/api/failed_task", "POST"),
+    ("/api/stop_run", "POST"),
+    ("/api/upload_pgn", "POST"),
+    ("/api/worker_log", "POST"),
+    ("/api/runs", "POST"),
+    ("/api/runs/{run_id}/approve", "POST"),
+    ("/api/runs/{run_id}/stop", "POST"),
+    ("/api/runs/{run_id}/modify", "POST"),
+    ("/api/runs/{run_id}/purge", "POST"),
+    ("/api/runs/{run_id}/delete", "POST"),
     ("/api/calc_elo", "GET"),
+    ("/api/active_runs", "GET"),
+    ("/api/finished_runs", "GET"),
+    ("/api/actions", "POST"),
+    ("/api/get_run/{run_id}", "GET"),
+    ("/api/get_task/{run_id}/{task_id}", "GET"),
+    ("/api/get_elo/{run_id}", "GET"),
     ("/", "GET"),
     ("/tests", "GET"),
     ("/login", "GET"),
@@ -42,6 +62,10 @@ def test_route_table_is_pinned() -> None:
 
 def test_static_files_are_mounted() -> None:
     assert any(isinstance(route, Mount) and route.path == "/static" for route in routes())
+
+
+def test_every_worker_endpoint_is_routed() -> None:
+    assert {(path, "POST") for path in WORKER_PATHS} <= route_table()
 
 
 def test_routed_worker_endpoints_are_post_only() -> None:
