@@ -30,6 +30,7 @@ EXPECTED = {
     ("/api/get_elo/{run_id}", "GET"),
     ("/", "GET"),
     ("/tests", "GET"),
+    ("/tests/view/{run_id}", "GET"),
     ("/login", "GET"),
     ("/login", "POST"),
     ("/logout", "POST"),

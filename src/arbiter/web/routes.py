@@ -9,7 +9,7 @@ from starlette.staticfiles import StaticFiles
 
 from arbiter.web import api, runs_api, worker_api
 from arbiter.web.templating import STATIC_DIR
-from arbiter.web.ui import accounts, home, users
+from arbiter.web.ui import accounts, home, runs, users
 
 # Paths whose bodies may be as large as ARBITER_MAX_UPLOAD_BYTES (nets).
 UPLOAD_PATHS: tuple[str, ...] = ("/upload", "/api/upload_net")
@@ -44,7 +44,8 @@ def routes() -> list[BaseRoute]:
         Route("/api/get_elo/{run_id}", runs_api.get_elo, methods=["GET"]),
         # Pages
         Route("/", home.index, methods=["GET"]),
-        Route("/tests", home.tests, methods=["GET"]),
+        Route("/tests", runs.tests, methods=["GET"]),
+        Route("/tests/view/{run_id}", runs.run_page, methods=["GET"]),
         Route("/login", accounts.login_form, methods=["GET"]),
         Route("/login", accounts.login, methods=["POST"]),
         Route("/logout", accounts.logout, methods=["POST"]),

@@ -4,6 +4,7 @@ Unfinished runs are answered from memory on the primary; everything else, and
 every read on a secondary, comes from storage. Runs in the threadpool.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 from arbiter.domain.errors import NotFound
@@ -18,6 +19,27 @@ from arbiter.storage.records import RunRecord, TaskRecord
 FINISHED_PAGE_SIZE = 50
 
 
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """What the home page shows: live runs by state, recent finished ones, fleet totals."""
+
+    pending: list[RunRecord]
+    paused: list[RunRecord]
+    active: list[RunRecord]
+    finished: list[RunRecord]
+    workers: int
+    cores: int
+    nps: float
+    games_per_minute: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunDetail:
+    run: RunRecord
+    tasks: list[TaskRecord]
+    why_no_workers: list[str]
+
+
 class RunQueries:
     def __init__(self, context: RunContext) -> None:
         self._context = context
@@ -30,6 +52,38 @@ class RunQueries:
             with self._context.storage.read() as tx:
                 runs = tx.runs.unfinished()
         return {run.id: run_view(run) for run in runs if not run.deleted}
+
+    def overview(self, finished_page: int = 1) -> Overview:
+        """Live runs grouped as the home page shows them, and one page of finished runs."""
+        with self._context.storage.read() as tx:
+            live = [run for run in tx.runs.unfinished() if not run.deleted]
+            offset = (finished_page - 1) * FINISHED_PAGE_SIZE
+            finished = tx.runs.finished(FinishedRunFilter(offset=offset, limit=FINISHED_PAGE_SIZE))
+        memory = {state.run.id: state.run for state in self._context.registry.states()}
+        live = [memory.get(run.id, run) for run in live]
+        active = [run for run in live if run.approved and run.workers > 0]
+        return Overview(
+            pending=[run for run in live if not run.approved],
+            paused=[run for run in live if run.approved and run.workers == 0],
+            active=sorted(active, key=lambda run: -run.cores),
+            finished=finished,
+            workers=sum(run.workers for run in active),
+            cores=sum(run.cores for run in active),
+            nps=sum(run.nps for run in active),
+            games_per_minute=sum(run.games_per_minute for run in active),
+        )
+
+    def detail(self, run_id: str) -> RunDetail:
+        """A run with all its tasks, for its page."""
+        state = self._context.registry.get(run_id)
+        if state is not None:
+            with state.lock:
+                run, tasks = state.run, list(state.tasks)
+        else:
+            run = self._stored_run(run_id)
+            with self._context.storage.read() as tx:
+                tasks = tx.tasks.for_run(run_id)
+        return RunDetail(run, tasks, why_no_workers(run, state))
 
     def finished_runs(self, page: int, run_filter: FinishedRunFilter) -> dict[str, dict[str, Any]]:
         """Page `page` (1-based) of finished runs, newest update first."""
