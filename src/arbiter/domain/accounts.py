@@ -237,6 +237,9 @@ class Accounts:
         elif not self._verified.contains(record.id, record.credentials_version, secret):
             if not verify_password(self._hasher, record.password_hash, secret):
                 raise InvalidCredentials
+            # Remember only usable accounts: a pending one may be rejected (deleted) and
+            # SQLite can hand its id to the next account, which the entry would then open.
+            self._usable(record)
             self._verified.add(record.id, record.credentials_version, secret)
         return self._usable(record)
 

@@ -1,0 +1,140 @@
+"""Passwords and worker tokens: strength, hashing, and the cache of verified secrets."""
+
+import hashlib
+import threading
+
+import pytest
+
+from arbiter.domain.credentials import (
+    MAX_PASSWORD_LENGTH,
+    TOKEN_PREFIX,
+    VerifiedSecrets,
+    check_password_strength,
+    digest,
+    is_worker_token,
+    new_worker_token,
+    verify_password,
+)
+from arbiter.domain.errors import ValidationError
+from tests.domain.support import OTHER_PASSWORD, PASSWORD, WEAK_PASSWORD, cheap_hasher
+
+
+def test_worker_tokens_carry_the_prefix_and_256_bits() -> None:
+    token = new_worker_token()
+    assert token.startswith(TOKEN_PREFIX)
+    assert TOKEN_PREFIX == "arb_"
+    assert len(token) == len("arb_") + 43  # 32 random bytes, URL-safe base64
+    assert is_worker_token(token)
+
+
+def test_worker_tokens_are_unique() -> None:
+    assert len({new_worker_token() for _ in range(100)}) == 100
+
+
+@pytest.mark.parametrize("secret", ["", PASSWORD, "ARB_x", "xarb_"])
+def test_only_prefixed_secrets_are_worker_tokens(secret: str) -> None:
+    assert not is_worker_token(secret)
+
+
+def test_digest_is_sha256_hex() -> None:
+    assert digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert digest("é") == hashlib.sha256("é".encode()).hexdigest()
+
+
+def test_strong_password_passes() -> None:
+    check_password_strength("password", PASSWORD, ["alice", "alice@example.org"])
+
+
+def test_empty_password_is_refused_on_the_given_field() -> None:
+    with pytest.raises(ValidationError, match="Enter a password") as raised:
+        check_password_strength("new_password", "", [])
+    assert raised.value.field == "new_password"
+
+
+def test_password_length_is_limited() -> None:
+    check_password_strength("password", (PASSWORD * 3)[:MAX_PASSWORD_LENGTH], [])
+    with pytest.raises(ValidationError, match="at most 72 characters") as raised:
+        check_password_strength("password", (PASSWORD * 3)[: MAX_PASSWORD_LENGTH + 1], [])
+    assert raised.value.field == "password"
+
+
+def test_guessable_password_is_refused_with_a_hint() -> None:
+    with pytest.raises(ValidationError) as raised:
+        check_password_strength("password", WEAK_PASSWORD, [])
+    message = str(raised.value)
+    assert message.startswith("This password is too easy to guess.")
+    assert len(message) > len("This password is too easy to guess.")
+
+
+def test_password_made_of_the_users_own_details_is_refused() -> None:
+    check_password_strength("password", OTHER_PASSWORD, [])
+    with pytest.raises(ValidationError):
+        check_password_strength("password", OTHER_PASSWORD, ["", OTHER_PASSWORD])
+
+
+def test_verify_password() -> None:
+    hasher = cheap_hasher()
+    password_hash = hasher.hash(PASSWORD)
+    assert verify_password(hasher, password_hash, PASSWORD)
+    assert not verify_password(hasher, password_hash, OTHER_PASSWORD)
+    assert not verify_password(hasher, password_hash, "")
+
+
+@pytest.mark.parametrize("password_hash", ["", "unused", "$argon2id$v=19$garbage"])
+def test_verify_password_against_a_broken_hash_is_false(password_hash: str) -> None:
+    assert not verify_password(cheap_hasher(), password_hash, PASSWORD)
+
+
+def test_verified_secret_is_remembered_for_its_user_and_version_only() -> None:
+    verified = VerifiedSecrets()
+    assert not verified.contains(1, 0, PASSWORD)
+    verified.add(1, 0, PASSWORD)
+    assert verified.contains(1, 0, PASSWORD)
+    assert not verified.contains(1, 1, PASSWORD)
+    assert not verified.contains(2, 0, PASSWORD)
+    assert not verified.contains(1, 0, OTHER_PASSWORD)
+
+
+def test_verified_secrets_are_kept_as_digests() -> None:
+    verified = VerifiedSecrets()
+    verified.add(1, 0, PASSWORD)
+    assert list(verified._entries) == [(1, 0, digest(PASSWORD))]
+
+
+def test_verified_secrets_forget_the_least_recently_used() -> None:
+    verified = VerifiedSecrets(capacity=2)
+    verified.add(1, 0, "a")
+    verified.add(2, 0, "b")
+    assert verified.contains(1, 0, "a")  # now "b" is the least recently used
+    verified.add(3, 0, "c")
+    assert verified.contains(1, 0, "a")
+    assert not verified.contains(2, 0, "b")
+    assert verified.contains(3, 0, "c")
+
+
+def test_adding_again_refreshes_an_entry() -> None:
+    verified = VerifiedSecrets(capacity=2)
+    verified.add(1, 0, "a")
+    verified.add(2, 0, "b")
+    verified.add(1, 0, "a")
+    verified.add(3, 0, "c")
+    assert verified.contains(1, 0, "a")
+    assert not verified.contains(2, 0, "b")
+
+
+def test_verified_secrets_stay_bounded_under_concurrent_use() -> None:
+    verified = VerifiedSecrets(capacity=50)
+    barrier = threading.Barrier(4)
+
+    def fill(offset: int) -> None:
+        barrier.wait()
+        for user_id in range(offset, offset + 200):
+            verified.add(user_id, 0, "secret")
+            verified.contains(user_id, 0, "secret")
+
+    threads = [threading.Thread(target=fill, args=(i * 1000,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(verified._entries) == 50

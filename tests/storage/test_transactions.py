@@ -1,0 +1,113 @@
+"""Units of work: `write()` commits all or nothing, `read()` sees what was committed."""
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from arbiter.storage import Storage
+from arbiter.storage.base import ActionFilter
+from arbiter.storage.engine import make_engine
+from tests.storage.support import T0, add_user, new_user
+
+
+class BoomError(Exception):
+    pass
+
+
+def test_write_commits_on_leaving_the_block(storage: Storage) -> None:
+    with storage.write() as tx:
+        tx.users.add(new_user("alice"))
+        tx.kv.set("key", "value")
+    with storage.read() as tx:
+        assert tx.users.get("alice") is not None
+        assert tx.kv.get("key") == "value"
+
+
+def test_exception_inside_write_rolls_back_everything(storage: Storage) -> None:
+    bob = add_user(storage, "bob")
+
+    def change_everything_then_fail() -> None:
+        with storage.write() as tx:
+            tx.users.add(new_user("alice"))
+            tx.users.set_blocked(bob.id, True)
+            tx.kv.set("key", "value")
+            tx.actions.add(time=T0, action="log_message", username="alice")
+            tx.worker_blocks.set("alice-4cores", blocked=True, message="", at=T0)
+            raise BoomError
+
+    with pytest.raises(BoomError):
+        change_everything_then_fail()
+    with storage.read() as tx:
+        assert tx.users.get("alice") is None
+        assert tx.users.get_by_id(bob.id) == bob
+        assert tx.kv.get("key") is None
+        assert tx.actions.query(ActionFilter()) == []
+        assert tx.worker_blocks.get("alice-4cores") is None
+
+
+def test_read_sees_committed_data(storage: Storage) -> None:
+    with storage.read() as tx:
+        assert tx.kv.get("key") is None
+    with storage.write() as tx:
+        tx.kv.set("key", 1)
+    with storage.read() as tx:
+        assert tx.kv.get("key") == 1
+
+
+def test_read_does_not_see_or_wait_for_an_open_write(storage: Storage) -> None:
+    with storage.write() as writer:
+        writer.kv.set("key", "uncommitted")
+        with storage.read() as reader:
+            assert reader.kv.get("key") is None
+    with storage.read() as reader:
+        assert reader.kv.get("key") == "uncommitted"
+
+
+def test_concurrent_writers_on_both_backends_all_commit(storage: Storage) -> None:
+    barrier = threading.Barrier(4)
+
+    def register(name: str) -> None:
+        barrier.wait()
+        with storage.write() as tx:
+            tx.users.add(new_user(name))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = [pool.submit(register, f"user{i}") for i in range(4)]
+        for future in futures:
+            future.result()
+    with storage.read() as tx:
+        assert len(tx.users.list()) == 4
+
+
+@pytest.fixture
+def sqlite_storage(sqlite_database_url: str) -> Iterator[Storage]:
+    engine = make_engine(sqlite_database_url, pool_size=5)
+    yield Storage(engine)
+    engine.dispose()
+
+
+def test_sqlite_writers_in_threads_queue_instead_of_failing(sqlite_storage: Storage) -> None:
+    """Read-then-write transactions overlap; with a deferred BEGIN one would fail at
+    once with "database is locked" (or lose an update). BEGIN IMMEDIATE serializes them."""
+    with sqlite_storage.write() as tx:
+        tx.kv.set("counter", 0)
+    increments_per_thread = 5
+    barrier = threading.Barrier(2)
+
+    def increment() -> None:
+        barrier.wait()
+        for _ in range(increments_per_thread):
+            with sqlite_storage.write() as tx:
+                value = tx.kv.get("counter")
+                time.sleep(0.005)  # hold the transaction so the other thread collides
+                tx.kv.set("counter", value + 1)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [pool.submit(increment) for _ in range(2)]
+        for future in futures:
+            future.result()
+    with sqlite_storage.read() as tx:
+        assert tx.kv.get("counter") == 2 * increments_per_thread
