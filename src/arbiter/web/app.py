@@ -5,8 +5,9 @@ or `arbiter serve` builds the app; tests build as many as they need.
 
 Lifespan (orchestrated on the event loop; blocking steps in the threadpool):
 start-up applies THREADPOOL_TOKENS to anyio's limiter, refuses a multi-process
-primary, opens storage (migrating an empty database), registers the SIGUSR1
-stack dump; shutdown refuses new requests (503), drains, then closes storage.
+primary, opens storage (migrating an empty database), starts the background
+jobs (primary only, in their own executor), registers the SIGUSR1 stack dump;
+shutdown refuses new requests (503), drains, stops the jobs, then closes storage.
 """
 
 import asyncio
@@ -25,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 
 from arbiter.domain.accounts import ActiveSession
-from arbiter.web.bootstrap import open_state
+from arbiter.web.bootstrap import JobTable, default_jobs, open_state, start_jobs
 from arbiter.web.errors import exception_handlers
 from arbiter.web.middleware import (
     BodySizeLimitMiddleware,
@@ -43,6 +44,7 @@ from arbiter.web.state import AppState
 log = logging.getLogger("arbiter")
 
 DRAIN_SECONDS = 0.5
+JOBS_STOP_SECONDS = 10.0  # how long shutdown waits for running jobs
 
 
 def require_single_process_on_primary(settings: Settings, environ: dict[str, str]) -> None:
@@ -58,7 +60,8 @@ def require_single_process_on_primary(settings: Settings, environ: dict[str, str
             )
 
 
-def create_app(settings: Settings) -> Starlette:
+def create_app(settings: Settings, *, job_table: JobTable = default_jobs) -> Starlette:
+    """The app; `job_table` replaces the primary's jobs (tests)."""
     require_single_process_on_primary(settings, dict(os.environ))
     holder: dict[str, AppState] = {}
 
@@ -74,6 +77,7 @@ def create_app(settings: Settings) -> Starlette:
         _register_stack_dump()
         holder["state"] = await run_in_threadpool(open_state, settings)
         app.state.arbiter = holder["state"]
+        holder["state"].jobs = await run_in_threadpool(start_jobs, holder["state"], job_table)
         log.info(
             "arbiter %s ready (database %s)",
             settings.role,
@@ -84,6 +88,8 @@ def create_app(settings: Settings) -> Starlette:
         finally:
             holder["state"].shutting_down = True
             await asyncio.sleep(DRAIN_SECONDS)
+            if holder["state"].jobs is not None:
+                await run_in_threadpool(holder["state"].jobs.stop, JOBS_STOP_SECONDS)
             await run_in_threadpool(holder["state"].engine.dispose)
 
     middleware = [

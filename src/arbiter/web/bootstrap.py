@@ -3,6 +3,7 @@
 import logging
 import secrets
 import threading
+from collections.abc import Callable, Sequence
 
 from argon2 import PasswordHasher, Type
 from sqlalchemy import Engine
@@ -10,6 +11,7 @@ from sqlalchemy import Engine
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.actions import Actions
 from arbiter.domain.runs.service import Runs
+from arbiter.jobs import Job, JobScheduler, job_table
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.storage.migrate import current_revision, head_revision, upgrade
@@ -19,6 +21,9 @@ from arbiter.web.state import AppState
 log = logging.getLogger("arbiter")
 
 SECRET_KEY_NAME = "session_secret"  # noqa: S105 - the kv key, not the secret
+
+# Builds the jobs a primary runs from its state; create_app takes another in tests.
+JobTable = Callable[[AppState], Sequence[Job]]
 
 
 def prepare_database(engine: Engine) -> None:
@@ -91,3 +96,18 @@ def open_state(settings: Settings) -> AppState:
     except BaseException:
         engine.dispose()
         raise
+
+
+def default_jobs(state: AppState) -> list[Job]:
+    """The job table (`arbiter.jobs.table`) bound to this process's services."""
+    return job_table(accounts=state.accounts)
+
+
+def start_jobs(state: AppState, table: JobTable) -> JobScheduler | None:
+    """Build and start the job scheduler: on a primary with jobs enabled only.
+    Returns at once (jobs run in the scheduler's own executor)."""
+    if not (state.settings.is_primary and state.settings.jobs):
+        return None
+    scheduler = JobScheduler(table(state))
+    scheduler.start()
+    return scheduler

@@ -50,6 +50,8 @@ class Settings:
     secure_cookies: bool = False  # set behind HTTPS
     base_url: str = ""  # public URL, for links in messages; empty: from the request
     log_level: str = "info"
+    # Background jobs (primary only); ARBITER_JOBS=0 turns them off, e.g. in tests.
+    jobs: bool = True
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property

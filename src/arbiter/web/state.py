@@ -8,6 +8,7 @@ from sqlalchemy import Engine
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.actions import Actions
 from arbiter.domain.runs.service import Runs
+from arbiter.jobs import JobScheduler
 from arbiter.storage import Storage
 from arbiter.web.settings import Settings
 
@@ -26,3 +27,5 @@ class AppState:
     # scheduler holds the same object.
     task_semaphore: threading.Semaphore
     shutting_down: bool = False
+    # The background job scheduler: on a primary with jobs enabled, else None.
+    jobs: JobScheduler | None = None

@@ -1,0 +1,25 @@
+"""The one table of background jobs: what runs on the primary, and how often.
+
+Periods and initial delays follow the reference scheduler (fishtest-reference
+§7.1) where it has the job; each gets ±5% jitter. Every function here runs in
+the job executor, never in the request threadpool. To add a job, add a row
+(and the service it needs as a keyword argument).
+"""
+
+from arbiter.domain.accounts import Accounts
+from arbiter.jobs.scheduler import Job
+
+MINUTE = 60.0
+HOUR = 3600.0
+
+
+def job_table(*, accounts: Accounts) -> list[Job]:
+    """Every job of a primary, bound to the services it calls. [any thread; builds only]"""
+    return [
+        Job(
+            "purge_expired_sessions",
+            period=HOUR,
+            initial_delay=MINUTE,
+            function=accounts.purge_expired_sessions,
+        ),
+    ]
