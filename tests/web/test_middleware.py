@@ -7,6 +7,7 @@ from starlette.testclient import TestClient
 
 from arbiter.protocol import WORKER_PATHS
 from arbiter.web.app import create_app
+from arbiter.web.middleware import SECONDARY_WORKER_PATHS
 from arbiter.web.settings import Settings
 from tests.web.support import state
 
@@ -33,12 +34,18 @@ def secondary(settings: Settings) -> Iterator[TestClient]:
         yield test_client
 
 
-@pytest.mark.parametrize("path", WORKER_PATHS)
+@pytest.mark.parametrize("path", [p for p in WORKER_PATHS if p not in SECONDARY_WORKER_PATHS])
 def test_secondary_answers_worker_calls_with_json_503(secondary: TestClient, path: str) -> None:
     reply = secondary.post(path, json={})
     assert reply.status_code == 503
     assert reply.json()["error"] == f"{path}: primary instance required"
     assert "duration" in reply.json()
+
+
+def test_secondary_takes_pgn_uploads(secondary: TestClient) -> None:
+    """The one stateless worker call: it reaches its handler (which checks the body)."""
+    reply = secondary.post("/api/upload_pgn", json={})
+    assert reply.status_code == 400
 
 
 def test_secondary_still_serves_pages_and_reads(secondary: TestClient) -> None:

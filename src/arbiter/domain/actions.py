@@ -23,6 +23,7 @@ ACTION_NAMES = frozenset(
         "system_event",
         "new_run",
         "upload_nn",
+        "upload_book",
         "modify_run",
         "delete_run",
         "stop_run",

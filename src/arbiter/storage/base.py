@@ -10,6 +10,9 @@ from typing import Any, Protocol
 
 from arbiter.storage.records import (
     ActionRecord,
+    BookRecord,
+    NetRecord,
+    PgnInfo,
     RunRecord,
     SessionRecord,
     TaskRecord,
@@ -185,4 +188,41 @@ class TaskStore(Protocol):
     def delete_for_run(self, run_id: str) -> None: ...
     def games_by_run(self, username: str) -> dict[str, int]:
         """Games each run got from this user's workers (for CPU-hour totals)."""
+        ...
+
+
+class PgnStore(Protocol):
+    def put(self, run_id: str, task_id: int, pgn_zip: bytes, at: float) -> None:
+        """Store (or replace: a worker may retry its upload) a task's gzip PGN."""
+        ...
+
+    def get(self, run_id: str, task_id: int) -> bytes | None: ...
+    def list_for_run(self, run_id: str) -> list[PgnInfo]:
+        """The run's stored PGNs by task_id, without their bytes."""
+        ...
+
+    def delete_for_run(self, run_id: str) -> int: ...
+
+
+class NetStore(Protocol):
+    def add(self, net: NetRecord) -> None:
+        """Raises DuplicateKey("net", name) when a net of that name exists."""
+        ...
+
+    def get(self, name: str) -> NetRecord | None: ...
+    def list(self, *, limit: int) -> list[NetRecord]:
+        """Newest first."""
+        ...
+
+    def count_download(self, name: str) -> None: ...
+
+
+class BookStore(Protocol):
+    def add(self, book: BookRecord) -> None:
+        """Raises DuplicateKey("book", name) when a book of that name exists."""
+        ...
+
+    def get(self, name: str) -> BookRecord | None: ...
+    def list(self) -> list[BookRecord]:
+        """By name."""
         ...

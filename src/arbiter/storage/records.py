@@ -127,3 +127,36 @@ class TaskRecord:
     pentanomial: list[int]
     residual: float | None
     spsa_params: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class NetRecord:
+    name: str
+    username: str
+    sha256: str
+    size: int
+    uploaded_at: float
+    downloads: int
+    is_master: bool
+    first_test: Any
+    last_test: Any
+
+
+@dataclass(frozen=True, slots=True)
+class BookRecord:
+    name: str
+    username: str
+    sri: str
+    size: int
+    total: int
+    uploaded_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class PgnInfo:
+    """A stored task PGN without its bytes (listing a run's archive)."""
+
+    run_id: str
+    task_id: int
+    size: int
+    uploaded_at: float

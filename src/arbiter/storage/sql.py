@@ -17,7 +17,10 @@ from sqlalchemy import Connection, Engine
 
 from arbiter.storage.base import (
     ActionStore,
+    BookStore,
     KVStore,
+    NetStore,
+    PgnStore,
     RunStore,
     SessionStore,
     TaskStore,
@@ -27,6 +30,7 @@ from arbiter.storage.base import (
 )
 from arbiter.storage.engine import read_transaction, write_transaction
 from arbiter.storage.sql_actions import SqlActionStore
+from arbiter.storage.sql_files import SqlBookStore, SqlNetStore, SqlPgnStore
 from arbiter.storage.sql_kv import SqlKVStore
 from arbiter.storage.sql_runs import SqlRunStore, SqlTaskStore
 from arbiter.storage.sql_sessions import SqlSessionStore
@@ -72,6 +76,18 @@ class Tx:
     @cached_property
     def worker_blocks(self) -> WorkerBlockStore:
         return SqlWorkerBlockStore(self.connection)
+
+    @cached_property
+    def pgns(self) -> PgnStore:
+        return SqlPgnStore(self.connection)
+
+    @cached_property
+    def nets(self) -> NetStore:
+        return SqlNetStore(self.connection)
+
+    @cached_property
+    def books(self) -> BookStore:
+        return SqlBookStore(self.connection)
 
 
 class Storage:

@@ -36,7 +36,7 @@ from arbiter.web.middleware import (
     SecurityHeadersMiddleware,
     ShutdownGuardMiddleware,
 )
-from arbiter.web.routes import UPLOAD_PATHS, routes
+from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
 from arbiter.web.sessions import EndedSessionRedirectMiddleware, SessionMiddleware
 from arbiter.web.settings import Settings, SettingsError
 from arbiter.web.state import AppState
@@ -104,6 +104,7 @@ def create_app(settings: Settings, *, job_table: JobTable = default_jobs) -> Sta
             limit=settings.max_body_bytes,
             upload_limit=settings.max_upload_bytes,
             upload_paths=UPLOAD_PATHS,
+            path_limits=PATH_BODY_LIMITS,
         ),
         Middleware(RejectNonPrimaryWorkerApiMiddleware, is_primary=settings.is_primary),
         Middleware(SecurityHeadersMiddleware),

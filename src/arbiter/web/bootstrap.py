@@ -10,6 +10,9 @@ from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.actions import Actions
+from arbiter.domain.files.books import BookLibrary
+from arbiter.domain.files.nets import NetLibrary
+from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs import Job, JobScheduler, job_table
 from arbiter.storage import Storage
@@ -73,13 +76,23 @@ def make_accounts(storage: Storage, settings: Settings) -> Accounts:
     )
 
 
+def open_books(storage: Storage, settings: Settings) -> BookLibrary:
+    """The book library with its hashes loaded; the primary installs the shipped book."""
+    books = BookLibrary(storage, settings.data_dir / "books")
+    books.load()
+    if settings.is_primary and books.install_bundled():
+        log.info("installed the default opening book")
+    return books
+
+
 def open_state(settings: Settings) -> AppState:
     engine = make_engine(settings.resolved_database_url)
     try:
         prepare_database(engine)
         storage = Storage(engine)
         gate = threading.Semaphore(settings.task_semaphore_size)
-        runs = Runs(storage, task_gate=gate)
+        books = open_books(storage, settings)
+        runs = Runs(storage, task_gate=gate, book_sri=books.sri, known_book=books.known)
         if settings.is_primary:
             live = runs.restore()
             log.info("%d unfinished run(s) loaded", live)
@@ -91,6 +104,9 @@ def open_state(settings: Settings) -> AppState:
             actions=Actions(storage),
             secret_key=load_secret_key(storage, settings.secret_key),
             runs=runs,
+            pgns=PgnArchive(storage),
+            nets=NetLibrary(storage, settings.data_dir / "nets"),
+            books=books,
             task_semaphore=gate,
         )
     except BaseException:
@@ -100,7 +116,7 @@ def open_state(settings: Settings) -> AppState:
 
 def default_jobs(state: AppState) -> list[Job]:
     """The job table (`arbiter.jobs.table`) bound to this process's services."""
-    return job_table(accounts=state.accounts)
+    return job_table(accounts=state.accounts, runs=state.runs)
 
 
 def start_jobs(state: AppState, table: JobTable) -> JobScheduler | None:

@@ -8,7 +8,7 @@ guard, body size limit, reject worker API on a secondary, session.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -107,14 +107,22 @@ class BodySizeLimitMiddleware:
     """
 
     def __init__(
-        self, app: ASGIApp, limit: int, upload_limit: int, upload_paths: tuple[str, ...]
+        self,
+        app: ASGIApp,
+        limit: int,
+        upload_limit: int,
+        upload_paths: tuple[str, ...],
+        path_limits: Mapping[str, int] | None = None,
     ) -> None:
         self.app = app
         self.limit = limit
         self.upload_limit = upload_limit
         self.upload_paths = upload_paths
+        self.path_limits = dict(path_limits or {})
 
     def _limit_for(self, path: str) -> int:
+        if path in self.path_limits:
+            return self.path_limits[path]
         return self.upload_limit if path.startswith(self.upload_paths) else self.limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -161,6 +169,12 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
+# Stateless worker calls a secondary may take: the upload checks the task's
+# owner in the database and stores the file, which spreads the heaviest
+# worker request (the reference gives it its own processes) off the primary.
+SECONDARY_WORKER_PATHS = frozenset({"/api/upload_pgn"})
+
+
 class RejectNonPrimaryWorkerApiMiddleware:
     """On a secondary, worker endpoints answer JSON 503 so workers back off and retry."""
 
@@ -169,7 +183,13 @@ class RejectNonPrimaryWorkerApiMiddleware:
         self.is_primary = is_primary
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self.is_primary and scope["path"] in WORKER_PATHS:
+        path = scope.get("path", "")
+        if (
+            scope["type"] == "http"
+            and not self.is_primary
+            and path in WORKER_PATHS
+            and path not in SECONDARY_WORKER_PATHS
+        ):
             await send_error(scope, send, 503, "primary instance required")
             return
         await self.app(scope, receive, send)

@@ -7,12 +7,15 @@ each one is routed here.
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from arbiter.web import api, runs_api, worker_api
+from arbiter.domain.files.pgns import MAX_PGN_UPLOAD_BODY
+from arbiter.web import api, files_api, runs_api, worker_api
 from arbiter.web.templating import STATIC_DIR
 from arbiter.web.ui import accounts, home, runs, users
 
 # Paths whose bodies may be as large as ARBITER_MAX_UPLOAD_BYTES (nets).
-UPLOAD_PATHS: tuple[str, ...] = ("/upload", "/api/upload_net")
+UPLOAD_PATHS: tuple[str, ...] = ("/upload", "/api/upload_net", "/api/upload_book")
+# Exact paths with a limit of their own.
+PATH_BODY_LIMITS = {"/api/upload_pgn": MAX_PGN_UPLOAD_BODY}
 
 
 def routes() -> list[BaseRoute]:
@@ -34,6 +37,15 @@ def routes() -> list[BaseRoute]:
         Route("/api/runs/{run_id}/modify", runs_api.modify_run, methods=["POST"]),
         Route("/api/runs/{run_id}/purge", runs_api.purge_run, methods=["POST"]),
         Route("/api/runs/{run_id}/delete", runs_api.delete_run, methods=["POST"]),
+        # Files: uploads with a bearer token, downloads public
+        Route("/api/upload_net", files_api.upload_net, methods=["POST"]),
+        Route("/api/upload_book", files_api.upload_book, methods=["POST"]),
+        Route("/api/pgn/{name}", files_api.task_pgn, methods=["GET"]),
+        Route("/api/run_pgns/{name}", files_api.run_pgns, methods=["GET"]),
+        Route("/api/nns", files_api.list_nets, methods=["GET"]),
+        Route("/api/nn/{name}", files_api.download_net, methods=["GET"]),
+        Route("/api/books", files_api.list_books, methods=["GET"]),
+        Route("/api/book/{name}", files_api.download_book, methods=["GET"]),
         # Read-only API
         Route("/api/calc_elo", api.calc_elo_endpoint, methods=["GET"]),
         Route("/api/active_runs", runs_api.active_runs, methods=["GET"]),

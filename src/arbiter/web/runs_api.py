@@ -30,7 +30,7 @@ CORS = {"access-control-allow-origin": "*"}
 # ---------------------------------------------------------------- scripting
 
 
-async def _bearer(request: Request) -> User:
+async def bearer_user(request: Request) -> User:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError(401, "send a worker token: Authorization: Bearer <token>")
@@ -38,7 +38,7 @@ async def _bearer(request: Request) -> User:
     return await run_in_threadpool(accounts.authenticate_token, token.strip())
 
 
-def _require_primary(request: Request) -> None:
+def require_primary(request: Request) -> None:
     if not app_state(request).settings.is_primary:
         raise ApiError(503, "primary instance required")
 
@@ -51,16 +51,16 @@ def _run_id(request: Request) -> str:
 
 
 async def submit_run(request: Request) -> Response:
-    _require_primary(request)
-    user = await _bearer(request)
+    require_primary(request)
+    user = await bearer_user(request)
     body = await read_json_object(request)
     run_id = await run_in_threadpool(app_state(request).runs.lifecycle.submit, user, body)
     return json_reply(request, {"run_id": run_id})
 
 
 async def _act(request: Request, act: Callable[[User, str, dict[str, Any]], object]) -> Response:
-    _require_primary(request)
-    user = await _bearer(request)
+    require_primary(request)
+    user = await bearer_user(request)
     run_id = _run_id(request)
     body = await read_json_object(request) if await request.body() else {}
     result = await run_in_threadpool(act, user, run_id, body)

@@ -7,6 +7,9 @@ from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.actions import Actions
+from arbiter.domain.files.books import BookLibrary
+from arbiter.domain.files.nets import NetLibrary
+from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs import JobScheduler
 from arbiter.storage import Storage
@@ -22,6 +25,9 @@ class AppState:
     actions: Actions
     secret_key: str
     runs: Runs
+    pgns: PgnArchive
+    nets: NetLibrary
+    books: BookLibrary
     # The seeds' admission gate in front of the scheduler: request_task acquires
     # it without blocking and answers "too busy" at once when it is full. The
     # scheduler holds the same object.

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.accounts import User
+from arbiter.domain.files.pgns import decode_pgn_upload
 from arbiter.protocol.messages import (
     BeatRequest,
     FailedTaskRequest,
@@ -126,8 +127,6 @@ async def upload_pgn(request: Request) -> Response:
     state = app_state(request)
 
     def store() -> dict[str, Any]:
-        from arbiter.domain.pgns import decode_pgn_upload
-
         state.runs.ingest.check_owner(body.worker_info, body.run_id, body.task_id)
         data = decode_pgn_upload(body.pgn)
         state.pgns.store(body.run_id, body.task_id, data)

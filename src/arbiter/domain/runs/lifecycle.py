@@ -32,9 +32,15 @@ def resolve_with_git(repo: str, refs: Sequence[str], fields: Mapping[str, str]) 
 
 
 class RunLifecycle:
-    def __init__(self, context: RunContext, resolve: RefResolver = resolve_with_git) -> None:
+    def __init__(
+        self,
+        context: RunContext,
+        resolve: RefResolver = resolve_with_git,
+        known_book: Callable[[str], bool] = lambda _name: True,
+    ) -> None:
         self._context = context
         self._resolve = resolve
+        self._known_book = known_book
         # Finished runs live only in storage; changes to them are rare, one at a time.
         self._offline = threading.Lock()
 
@@ -43,6 +49,8 @@ class RunLifecycle:
     def submit(self, user: User, raw: Mapping[str, object]) -> str:
         """Validate, resolve the tags with git, store the run (unapproved); its id."""
         args = parse_run_args(raw)
+        if not self._known_book(args.book):
+            raise ValidationError("book", f"Unknown book {args.book}: upload it first")
         fields = {args.base_tag: "base_tag", args.new_tag: "new_tag"}
         shas = self._resolve(args.tests_repo, [args.base_tag, args.new_tag], fields)
         doc = build_args(

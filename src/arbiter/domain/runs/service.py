@@ -26,9 +26,10 @@ class Runs:
         clock: Callable[[], float] = time.time,
         resolve: RefResolver = resolve_with_git,
         book_sri: Callable[[str], str | None] = lambda _name: None,
+        known_book: Callable[[str], bool] = lambda _name: True,
     ) -> None:
         self.context = RunContext(storage, Registry(clock), clock)
-        self.lifecycle = RunLifecycle(self.context, resolve)
+        self.lifecycle = RunLifecycle(self.context, resolve, known_book)
         self.scheduler = TaskScheduler(self.context, task_gate, book_sri)
         self.ingest = ResultIngest(self.context)
         self.queries = RunQueries(self.context)

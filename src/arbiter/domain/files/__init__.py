@@ -1,0 +1,1 @@
+"""Files the workers fetch or send: task PGNs, nets and opening books."""

@@ -1,0 +1,79 @@
+"""Task PGNs, nets and opening books on SQL.
+
+PGNs live in the database (one gzip member per task, small); nets and books
+are files under the data dir and only their metadata is here.
+"""
+
+from dataclasses import asdict
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, select, update
+
+from arbiter.storage.records import BookRecord, NetRecord, PgnInfo
+from arbiter.storage.schema import books, nets, pgns
+from arbiter.storage.sql_common import unique, upsert
+
+
+class SqlPgnStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def put(self, run_id: str, task_id: int, pgn_zip: bytes, at: float) -> None:
+        key = {"run_id": run_id, "task_id": task_id}
+        values = {"pgn_zip": pgn_zip, "size": len(pgn_zip), "uploaded_at": at}
+        upsert(self._connection, pgns, key, values)
+
+    def get(self, run_id: str, task_id: int) -> bytes | None:
+        query = select(pgns.c.pgn_zip).where(pgns.c.run_id == run_id, pgns.c.task_id == task_id)
+        data = self._connection.execute(query).scalar()
+        return None if data is None else bytes(data)
+
+    def list_for_run(self, run_id: str) -> list[PgnInfo]:
+        columns = (pgns.c.run_id, pgns.c.task_id, pgns.c.size, pgns.c.uploaded_at)
+        query = select(*columns).where(pgns.c.run_id == run_id).order_by(pgns.c.task_id)
+        return [PgnInfo(**row._mapping) for row in self._connection.execute(query)]
+
+    def delete_for_run(self, run_id: str) -> int:
+        return self._connection.execute(delete(pgns).where(pgns.c.run_id == run_id)).rowcount
+
+
+def _net(row: Row[Any]) -> NetRecord:
+    return NetRecord(**row._mapping)
+
+
+class SqlNetStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def add(self, net: NetRecord) -> None:
+        with unique(self._connection, "net", net.name):
+            self._connection.execute(nets.insert().values(asdict(net)))
+
+    def get(self, name: str) -> NetRecord | None:
+        row = self._connection.execute(select(nets).where(nets.c.name == name)).one_or_none()
+        return None if row is None else _net(row)
+
+    def list(self, *, limit: int) -> list[NetRecord]:
+        query = select(nets).order_by(nets.c.uploaded_at.desc(), nets.c.name).limit(limit)
+        return [_net(row) for row in self._connection.execute(query)]
+
+    def count_download(self, name: str) -> None:
+        statement = update(nets).where(nets.c.name == name).values(downloads=nets.c.downloads + 1)
+        self._connection.execute(statement)
+
+
+class SqlBookStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def add(self, book: BookRecord) -> None:
+        with unique(self._connection, "book", book.name):
+            self._connection.execute(books.insert().values(asdict(book)))
+
+    def get(self, name: str) -> BookRecord | None:
+        row = self._connection.execute(select(books).where(books.c.name == name)).one_or_none()
+        return None if row is None else BookRecord(**row._mapping)
+
+    def list(self) -> list[BookRecord]:
+        query = select(books).order_by(books.c.name)
+        return [BookRecord(**row._mapping) for row in self._connection.execute(query)]

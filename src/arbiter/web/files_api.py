@@ -1,0 +1,143 @@
+"""Files over the API: task PGNs, nets and opening books.
+
+Downloads are public and work on every instance that shares the data dir;
+uploads need a bearer token and the primary. Upload bodies stream to a
+staging file (each chunk written in the threadpool) and never sit in memory.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response, StreamingResponse
+
+from arbiter.domain.files.pgns import parse_run_pgns_name, parse_task_pgn_name
+from arbiter.domain.files.staging import StagedUpload, StagingFile
+from arbiter.storage.records import BookRecord, NetRecord
+from arbiter.web.api import app_state
+from arbiter.web.errors import ApiError
+from arbiter.web.jsonio import json_reply
+from arbiter.web.runs_api import bearer_user, require_primary
+
+
+def _attachment(name: str) -> dict[str, str]:
+    return {"content-disposition": f'attachment; filename="{name}"'}
+
+
+# ---------------------------------------------------------------- PGNs
+
+
+async def task_pgn(request: Request) -> Response:
+    """One task's games: the stored gzip member, sent as gzip-encoded PGN text."""
+    name = str(request.path_params["name"])
+    run_id, task_id = parse_task_pgn_name(name)
+    data = await run_in_threadpool(app_state(request).pgns.task_pgn, run_id, task_id)
+    headers = {**_attachment(name), "content-encoding": "gzip"}
+    return Response(data, media_type="application/x-chess-pgn", headers=headers)
+
+
+async def run_pgns(request: Request) -> Response:
+    """Every task's games of a run, as one .pgn.gz (concatenated gzip members), streamed."""
+    name = str(request.path_params["name"])
+    run_id = parse_run_pgns_name(name)
+    archive = app_state(request).pgns
+    task_ids = await run_in_threadpool(archive.run_task_ids, run_id)
+    # A sync iterator: Starlette pulls each member in the threadpool.
+    members = archive.run_members(run_id, task_ids)
+    return StreamingResponse(members, media_type="application/gzip", headers=_attachment(name))
+
+
+# ---------------------------------------------------------------- uploads
+
+
+async def _receive_upload(request: Request) -> StagedUpload:
+    """Stream the body into a staging file under the data dir, hashing it."""
+    state = app_state(request)
+    directory = state.settings.data_dir / "staging"
+    limit = state.settings.max_upload_bytes
+    staging = await run_in_threadpool(StagingFile, directory, limit)
+    try:
+        async for chunk in request.stream():
+            await run_in_threadpool(staging.write, chunk)
+            if staging.too_large:
+                raise ApiError(413, f"the file is larger than {limit} bytes")
+        return await run_in_threadpool(staging.finish)
+    except BaseException:
+        with anyio.CancelScope(shield=True):  # clean up even when the client went away
+            await run_in_threadpool(staging.abort)
+        raise
+
+
+def _upload_name(request: Request) -> str:
+    name = request.query_params.get("name", "").strip()
+    if not name:
+        raise ApiError(400, "name: give the file name as ?name=<file name>")
+    return name
+
+
+async def upload_net(request: Request) -> Response:
+    require_primary(request)
+    user = await bearer_user(request)
+    name = _upload_name(request)
+    staged = await _receive_upload(request)
+    net = await run_in_threadpool(app_state(request).nets.add, user.username, name, staged)
+    return json_reply(request, _net_json(net))
+
+
+async def upload_book(request: Request) -> Response:
+    require_primary(request)
+    user = await bearer_user(request)
+    name = _upload_name(request)
+    staged = await _receive_upload(request)
+    book = await run_in_threadpool(app_state(request).books.add, user.username, name, staged)
+    return json_reply(request, {"name": book.name, **_book_json(book)})
+
+
+# ---------------------------------------------------------------- nets
+
+
+def _net_json(net: NetRecord) -> dict[str, Any]:
+    return {
+        "name": net.name,
+        "user": net.username,
+        "sha256": net.sha256,
+        "size": net.size,
+        "uploaded": net.uploaded_at,
+        "downloads": net.downloads,
+        "is_master": net.is_master,
+    }
+
+
+async def list_nets(request: Request) -> Response:
+    nets = await run_in_threadpool(app_state(request).nets.list)
+    return json_reply(request, {"nets": [_net_json(net) for net in nets]})
+
+
+async def download_net(request: Request) -> Response:
+    name = str(request.path_params["name"])
+    _net, path = await run_in_threadpool(app_state(request).nets.open_for_download, name)
+    return _file(path, name)
+
+
+# ---------------------------------------------------------------- books
+
+
+def _book_json(book: BookRecord) -> dict[str, Any]:
+    return {"sri": book.sri, "size": book.size, "total": book.total, "user": book.username}
+
+
+async def list_books(request: Request) -> Response:
+    books = await run_in_threadpool(app_state(request).books.list)
+    return json_reply(request, {"books": {book.name: _book_json(book) for book in books}})
+
+
+async def download_book(request: Request) -> Response:
+    name = str(request.path_params["name"])
+    path = await run_in_threadpool(app_state(request).books.path_for_download, name)
+    return _file(path, name)
+
+
+def _file(path: Path, name: str) -> Response:
+    return FileResponse(path, media_type="application/octet-stream", filename=name)

@@ -1,0 +1,16 @@
+"""Helpers for the file tests: staged uploads made the way the web layer makes them."""
+
+from pathlib import Path
+
+from arbiter.domain.files.staging import StagedUpload, StagingFile
+
+
+def stage(directory: Path, data: bytes, limit: int = 1 << 30) -> StagedUpload:
+    staging = StagingFile(directory / "staging", limit)
+    for start in range(0, len(data), 4096):
+        staging.write(data[start : start + 4096])
+    return staging.finish()
+
+
+def staged_files(directory: Path) -> list[Path]:
+    return sorted((directory / "staging").glob("*"))

@@ -1,0 +1,110 @@
+import base64
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from arbiter.domain.errors import NotFound, ValidationError
+from arbiter.domain.files import book_check
+from arbiter.domain.files.books import BookLibrary
+from arbiter.domain.run_args import DEFAULT_BOOK
+from arbiter.storage import Storage
+from tests.domain.files.support import stage, staged_files
+from tests.domain.support import Clock
+
+EPD = (
+    b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -\n"
+    b"\n"
+    b'rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq c6 c0 "Sicilian";\n'
+)
+PGN = b'[Event "a"]\n[Result "*"]\n\n1. e4 e5 *\n\n[Event "b"]\n[Result "*"]\n\n1. d4 d5 2. c4 *\n'
+
+
+def sri(data: bytes) -> str:
+    return "sha384-" + base64.b64encode(hashlib.sha384(data).digest()).decode()
+
+
+@pytest.fixture
+def library(storage: Storage, clock: Clock, tmp_path: Path) -> BookLibrary:
+    return BookLibrary(storage, tmp_path / "books", clock)
+
+
+@pytest.mark.parametrize(("name", "data", "total"), [("two.epd", EPD, 2), ("two.pgn", PGN, 2)])
+def test_upload_counts_positions_and_hashes(
+    library: BookLibrary, tmp_path: Path, name: str, data: bytes, total: int
+) -> None:
+    book = library.add("alice", name, stage(tmp_path, data))
+    assert (book.total, book.size, book.sri) == (total, len(data), sri(data))
+    assert library.sri(name) == sri(data)
+    assert library.path_for_download(name).read_bytes() == data
+    assert staged_files(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("../evil.epd", EPD, "A book name"),
+        ("book.txt", EPD, "A book name"),
+        ("empty.epd", b"\n\n", "no positions"),
+        ("garbage.epd", EPD + b"hello world\n", "Line 4 is not an EPD position"),
+        ("illegal.epd", b"8/8/8/8/8/8/8/8 w - -\n", "not a legal position"),
+        ("latin1.epd", EPD + "é\n".encode("latin-1"), "not UTF-8"),
+        ("nogames.pgn", b"1. e4 e5 *\n", "no PGN games"),
+        ("bad.pgn", b'[Event "x"]\n\n1. e4 e4 *\n', "Game 1"),
+    ],
+)
+def test_refused_uploads_leave_nothing(
+    library: BookLibrary, tmp_path: Path, name: str, data: bytes, message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        library.add("alice", name, stage(tmp_path, data))
+    assert library.list() == []
+    assert library.sri(name) is None
+    assert staged_files(tmp_path) == []
+
+
+def test_only_a_sample_of_a_long_epd_book_is_parsed_fully(
+    library: BookLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[int] = []
+    monkeypatch.setattr(book_check, "_parse_epd", lambda number, _line, _c: parsed.append(number))
+    line = b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -\n"
+    book = library.add("alice", "long.epd", stage(tmp_path, line * 20_000))
+    assert book.total == 20_000
+    assert 1000 < len(parsed) < 1500
+
+
+def test_a_name_is_uploaded_once(library: BookLibrary, tmp_path: Path) -> None:
+    library.add("alice", "two.epd", stage(tmp_path, EPD))
+    with pytest.raises(ValidationError, match="already uploaded"):
+        library.add("bob", "two.epd", stage(tmp_path, EPD))
+
+
+def test_the_shipped_book_installs_once_and_survives_a_lost_file(
+    library: BookLibrary, storage: Storage, clock: Clock
+) -> None:
+    assert library.install_bundled()
+    book = library.list()[0]
+    assert book.name == DEFAULT_BOOK
+    assert book.total >= 1000
+    assert not library.install_bundled()
+    library.path_of(DEFAULT_BOOK).unlink()
+    again = BookLibrary(storage, library.directory, clock)
+    again.load()
+    assert not again.install_bundled()  # the row stays, the file comes back
+    assert sri(again.path_of(DEFAULT_BOOK).read_bytes()) == book.sri
+
+
+def test_load_reads_every_hash(library: BookLibrary, storage: Storage, tmp_path: Path) -> None:
+    library.add("alice", "two.epd", stage(tmp_path, EPD))
+    fresh = BookLibrary(storage, library.directory)
+    assert fresh.sri("two.epd") is None
+    assert fresh.load() == 1
+    assert fresh.known("two.epd")
+    assert fresh.sri("two.epd") == sri(EPD)
+
+
+def test_unknown_books_are_not_found(library: BookLibrary) -> None:
+    for name in ("nope.epd", "../books.epd", "x"):
+        with pytest.raises(NotFound):
+            library.path_for_download(name)

@@ -1,0 +1,100 @@
+import base64
+import gzip
+import zlib
+
+import pytest
+
+from arbiter.domain.errors import BadRequest, NotFound
+from arbiter.domain.files import pgns
+from arbiter.domain.files.pgns import (
+    PgnArchive,
+    decode_pgn_upload,
+    parse_run_pgns_name,
+    parse_task_pgn_name,
+)
+from arbiter.storage import Storage
+from tests.domain.support import Clock
+
+RUN = "0123456789abcdef01234567"
+GAME = '[Event "Batch 0"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n'
+
+
+def encoded(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_decode_returns_the_gzip_bytes() -> None:
+    data = gzip.compress(GAME.encode())
+    assert decode_pgn_upload(encoded(data)) == data
+
+
+def test_decode_accepts_concatenated_members() -> None:
+    data = gzip.compress(GAME.encode()) + gzip.compress(GAME.encode())
+    assert decode_pgn_upload(encoded(data)) == data
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not base64!", "not valid base64"),
+        ("", "empty"),
+        (encoded(GAME.encode()), "not gzip"),
+        (encoded(gzip.compress(GAME.encode())[:-12]), "truncated"),
+        (encoded(b"\x1f\x8b" + b"\x00" * 40), "not valid gzip"),
+    ],
+)
+def test_decode_refuses_what_is_not_a_gzip_pgn(text: str, message: str) -> None:
+    with pytest.raises(BadRequest, match=message):
+        decode_pgn_upload(text)
+
+
+def test_decode_stops_inflating_at_the_size_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pgns, "MAX_PGN_TEXT_BYTES", 10_000_000)
+    bomb = gzip.compress(b"\x00" * 50_000_000)  # 50 MB of zeros in ~50 kB
+    assert len(bomb) < 100_000
+    with pytest.raises(BadRequest, match="larger than 10000000 bytes"):
+        decode_pgn_upload(encoded(bomb))
+
+
+def test_decode_refuses_oversized_compressed_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pgns, "MAX_PGN_GZIP_BYTES", 100)
+    data = gzip.compress(bytes(range(256)) * 10, compresslevel=0)
+    with pytest.raises(BadRequest, match="compressed"):
+        decode_pgn_upload(encoded(data))
+
+
+def test_names() -> None:
+    assert parse_task_pgn_name(f"{RUN}-17.pgn") == (RUN, 17)
+    assert parse_run_pgns_name(f"{RUN}.pgn.gz") == RUN
+    for bad in (f"{RUN}.pgn", f"{RUN}-x.pgn", "../etc-1.pgn", f"{RUN}-1.pgn.gz"):
+        with pytest.raises(NotFound):
+            parse_task_pgn_name(bad)
+    for bad in ("../x.pgn.gz", f"{RUN}.pgn", "a-b.pgn.gz"):
+        with pytest.raises(NotFound):
+            parse_run_pgns_name(bad)
+
+
+def test_archive_stores_replaces_and_concatenates(storage: Storage, clock: Clock) -> None:
+    archive = PgnArchive(storage, clock)
+    first, second = gzip.compress(b"first\n"), gzip.compress(b"second\n")
+    archive.store(RUN, 1, first)
+    archive.store(RUN, 0, b"stale")
+    archive.store(RUN, 0, second)  # a retried upload replaces the earlier one
+    assert archive.task_pgn(RUN, 1) == first
+    assert archive.run_task_ids(RUN) == [0, 1]
+    joined = b"".join(archive.run_members(RUN, [0, 1]))
+    assert gzip.decompress(joined) == b"second\nfirst\n"
+    assert zlib.decompress(joined[: len(second)], wbits=31) == b"second\n"
+
+
+def test_archive_reports_what_is_missing(storage: Storage, clock: Clock) -> None:
+    archive = PgnArchive(storage, clock)
+    with pytest.raises(NotFound):
+        archive.task_pgn(RUN, 0)
+    with pytest.raises(NotFound):
+        archive.run_task_ids(RUN)
+    archive.store(RUN, 0, gzip.compress(b"x"))
+    assert list(archive.run_members(RUN, [0, 5])) == [gzip.compress(b"x")]
+    assert archive.delete_run(RUN) == 1
+    with pytest.raises(NotFound):
+        archive.run_task_ids(RUN)

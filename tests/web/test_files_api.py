@@ -1,0 +1,199 @@
+"""The files API end to end in-process: PGN upload and downloads, nets, books."""
+
+import base64
+import gzip
+import hashlib
+import io
+from pathlib import Path
+from typing import Any
+
+import chess.pgn
+import msgspec
+import pytest
+from starlette.testclient import TestClient
+
+from arbiter.domain.run_args import DEFAULT_BOOK
+from tests.domain.runs.support import worker
+from tests.web.support import STRONG_PASSWORD, make_user, state
+
+GAMES = [
+    '[Event "Batch 0"]\n[Round "1"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# *\n',
+    '[Event "Batch 0"]\n[Round "2"]\n[Result "1/2-1/2"]\n\n1. d4 d5 1/2-1/2\n',
+]
+NET = b"NNUE" + bytes(range(256)) * 16
+NET_NAME = f"nn-{hashlib.sha256(NET).hexdigest()[:12]}.nnue"
+
+
+def worker_body(**fields: Any) -> dict[str, Any]:
+    return {"worker_info": msgspec.to_builtins(worker()), "password": STRONG_PASSWORD, **fields}
+
+
+def running_task(client: TestClient, repo_url: str) -> tuple[str, int]:
+    alice = make_user(client, "alice")
+    root = make_user(client, "root", approver=True)
+    runs = state(client).runs
+    body = {"tests_repo": repo_url, "new_tag": "patch", "base_tag": "master", "num_games": 2000}
+    run_id = runs.lifecycle.submit(alice, body)
+    runs.lifecycle.approve(root, run_id)
+    reply = client.post("/api/request_task", json=worker_body()).json()
+    assert reply["run"]["_id"] == run_id, reply
+    return run_id, reply["task_id"]
+
+
+def upload(client: TestClient, run_id: str, task_id: int, pgn: str) -> Any:
+    return client.post("/api/upload_pgn", json=worker_body(run_id=run_id, task_id=task_id, pgn=pgn))
+
+
+def encoded(text: str) -> str:
+    return base64.b64encode(gzip.compress(text.encode())).decode()
+
+
+def bearer(client: TestClient, username: str = "alice") -> dict[str, str]:
+    if state(client).accounts.get_user(username) is None:
+        make_user(client, username)
+    return {"authorization": f"Bearer {state(client).accounts.create_token(username)}"}
+
+
+# ---------------------------------------------------------------- PGNs
+
+
+def test_uploaded_pgns_download_per_task_and_per_run(client: TestClient, repo_url: str) -> None:
+    run_id, task_id = running_task(client, repo_url)
+    reply = upload(client, run_id, task_id, encoded(GAMES[0] + "\n" + GAMES[1]))
+    assert reply.status_code == 200, reply.text
+    assert set(reply.json()) == {"duration"}
+
+    task = client.get(f"/api/pgn/{run_id}-{task_id}.pgn")
+    assert task.headers["content-encoding"] == "gzip"
+    assert f'filename="{run_id}-{task_id}.pgn"' in task.headers["content-disposition"]
+    stream = io.StringIO(task.text)  # the client undid the gzip encoding
+    games = [chess.pgn.read_game(stream) for _ in range(2)]
+    assert [game.headers["Result"] for game in games if game] == ["1-0", "1/2-1/2"]
+    assert [len(list(game.mainline_moves())) for game in games if game] == [7, 2]
+
+    archive = client.get(f"/api/run_pgns/{run_id}.pgn.gz")
+    assert archive.headers["content-type"] == "application/gzip"
+    assert gzip.decompress(archive.content).decode() == GAMES[0] + "\n" + GAMES[1]
+
+
+@pytest.mark.parametrize(
+    ("pgn", "message"),
+    [
+        ("%%%", "pgn is not valid base64"),
+        (base64.b64encode(b"plain text").decode(), "pgn is not gzip data"),
+    ],
+)
+def test_bad_pgn_uploads_are_refused_and_store_nothing(
+    client: TestClient, repo_url: str, pgn: str, message: str
+) -> None:
+    run_id, task_id = running_task(client, repo_url)
+    reply = upload(client, run_id, task_id, pgn)
+    assert reply.status_code == 400
+    assert reply.json()["error"] == f"/api/upload_pgn: {message}"
+    assert client.get(f"/api/pgn/{run_id}-{task_id}.pgn").status_code == 404
+
+
+def test_pgn_of_another_workers_task_is_refused(client: TestClient, repo_url: str) -> None:
+    run_id, task_id = running_task(client, repo_url)
+    body = worker_body(run_id=run_id, task_id=task_id, pgn=encoded(GAMES[0]))
+    body["worker_info"]["unique_key"] = "ffff-1234-5678-9abc-def012345678"
+    reply = client.post("/api/upload_pgn", json=body)
+    assert reply.status_code == 400
+    assert "Invalid unique_key" in reply.json()["error"]
+    assert client.get(f"/api/run_pgns/{run_id}.pgn.gz").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/pgn/nothing.pgn", "/api/pgn/" + "0" * 24 + "-0.pgn", "/api/run_pgns/x.gz"]
+)
+def test_missing_pgns_are_json_404s(client: TestClient, path: str) -> None:
+    reply = client.get(path)
+    assert reply.status_code == 404
+    assert reply.json()["error"].startswith(path)
+
+
+# ---------------------------------------------------------------- nets
+
+
+def test_net_upload_list_and_download(client: TestClient) -> None:
+    reply = client.post(f"/api/upload_net?name={NET_NAME}", content=NET, headers=bearer(client))
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["sha256"] == hashlib.sha256(NET).hexdigest()
+    listed = client.get("/api/nns").json()["nets"]
+    assert [(n["name"], n["user"], n["size"]) for n in listed] == [(NET_NAME, "alice", len(NET))]
+    download = client.get(f"/api/nn/{NET_NAME}")
+    assert download.content == NET
+    assert client.get("/api/nns").json()["nets"][0]["downloads"] == 1
+
+
+def test_net_with_a_wrong_name_is_refused(client: TestClient, settings: Any) -> None:
+    reply = client.post(
+        "/api/upload_net?name=nn-000000000000.nnue", content=NET, headers=bearer(client)
+    )
+    assert reply.status_code == 400
+    assert f"it should be named {NET_NAME}" in reply.json()["error"]
+    assert client.get("/api/nns").json()["nets"] == []
+    assert list(Path(settings.data_dir, "staging").iterdir()) == []
+
+
+def test_uploads_need_a_token(client: TestClient) -> None:
+    reply = client.post(f"/api/upload_net?name={NET_NAME}", content=NET)
+    assert reply.status_code == 401
+    bad = {"authorization": "Bearer nope"}
+    assert client.post("/api/upload_book?name=x.epd", content=b"", headers=bad).status_code == 401
+
+
+def test_uploads_over_the_limit_are_refused(tmp_path: Path, settings: Any) -> None:
+    from arbiter.web.app import create_app
+
+    small = settings.with_changes(max_upload_bytes=1000)
+    with TestClient(create_app(small)) as client:
+        reply = client.post(f"/api/upload_net?name={NET_NAME}", content=NET, headers=bearer(client))
+        assert reply.status_code == 413
+        assert client.get("/api/nns").json()["nets"] == []
+
+
+def test_unknown_net_is_a_404(client: TestClient) -> None:
+    assert client.get("/api/nn/nn-000000000000.nnue").status_code == 404
+
+
+# ---------------------------------------------------------------- books
+
+
+def test_the_default_book_is_listed_and_downloads_with_its_hash(client: TestClient) -> None:
+    books = client.get("/api/books").json()["books"]
+    assert DEFAULT_BOOK in books
+    data = client.get(f"/api/book/{DEFAULT_BOOK}").content
+    digest = base64.b64encode(hashlib.sha384(data).digest()).decode()
+    assert books[DEFAULT_BOOK]["sri"] == f"sha384-{digest}"
+    assert books[DEFAULT_BOOK]["total"] == len(data.splitlines())
+
+
+def test_book_upload_then_runs_may_use_it(client: TestClient, repo_url: str) -> None:
+    epd = b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -\n"
+    reply = client.post("/api/upload_book?name=mine.epd", content=epd, headers=bearer(client))
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["total"] == 1
+    body = {"tests_repo": repo_url, "new_tag": "patch", "base_tag": "master", "book": "mine.epd"}
+    submitted = client.post("/api/runs", json=body, headers=bearer(client))
+    assert submitted.status_code == 200, submitted.text
+
+
+def test_runs_with_an_unknown_book_are_refused(client: TestClient, repo_url: str) -> None:
+    body = {"tests_repo": repo_url, "new_tag": "patch", "base_tag": "master", "book": "no.epd"}
+    reply = client.post("/api/runs", json=body, headers=bearer(client))
+    assert reply.status_code == 400
+    assert "Unknown book no.epd" in reply.json()["error"]
+
+
+def test_request_task_carries_the_book_hash(client: TestClient, repo_url: str) -> None:
+    alice = make_user(client, "alice")
+    root = make_user(client, "root", approver=True)
+    runs = state(client).runs
+    body = {"tests_repo": repo_url, "new_tag": "patch", "base_tag": "master"}
+    run_id = runs.lifecycle.submit(alice, body)
+    runs.lifecycle.approve(root, run_id)
+    reply = client.post("/api/request_task", json=worker_body()).json()
+    assert reply["run"]["args"]["book"] == DEFAULT_BOOK
+    assert reply["run"]["args"]["book_sri"] == state(client).books.sri(DEFAULT_BOOK)
+    assert reply["run"]["args"]["book_sri"].startswith("sha384-")
