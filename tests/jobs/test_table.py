@@ -1,12 +1,15 @@
 """The job table: its rows, and each job doing its work on a real database
 (both backends, through the `engine` fixture)."""
 
+import threading
+
 from argon2 import PasswordHasher, Type
 from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.credentials import digest
-from arbiter.jobs.scheduler import JobScheduler
+from arbiter.domain.runs.service import Runs
+from arbiter.jobs.scheduler import Job, JobScheduler
 from arbiter.jobs.table import job_table
 from arbiter.storage import Storage
 
@@ -27,12 +30,30 @@ def cheap_accounts(storage: Storage, clock: Clock) -> Accounts:
     return Accounts(storage, hasher=hasher, clock=clock, session_hours=12, remember_days=400)
 
 
+def table(storage: Storage, clock: Clock) -> list[Job]:
+    runs = Runs(storage, task_gate=threading.Semaphore(5), clock=clock)
+    return job_table(accounts=cheap_accounts(storage, clock), runs=runs)
+
+
 def test_the_table_follows_the_reference_periods(engine: Engine) -> None:
-    accounts = cheap_accounts(Storage(engine), Clock())
-    rows = {job.name: job for job in job_table(accounts=accounts)}
-    purge = rows["purge_expired_sessions"]
-    assert (purge.period, purge.initial_delay, purge.jitter) == (3600, 60, 0.05)
+    rows = {job.name: job for job in table(Storage(engine), Clock())}
+    periods = {name: (job.period, job.initial_delay, job.jitter) for name, job in rows.items()}
+    assert periods == {
+        "purge_expired_sessions": (3600, 60, 0.05),
+        "scavenge_dead_tasks": (60, 60, 0.05),
+        "refresh_run_rates": (60, 60, 0.05),
+    }
     JobScheduler(rows.values()).stop()  # names are unique: the scheduler accepts the table
+
+
+def test_run_jobs_run_without_errors(engine: Engine) -> None:
+    scheduler = JobScheduler(table(Storage(engine), Clock()))
+    try:
+        for name in ("scavenge_dead_tasks", "refresh_run_rates"):
+            status = scheduler.run_now(name).result(timeout=30)
+            assert (status.runs, status.last_error) == (1, None)
+    finally:
+        scheduler.stop()
 
 
 def test_session_purge_deletes_expired_sessions_only(engine: Engine) -> None:
@@ -45,7 +66,8 @@ def test_session_purge_deletes_expired_sessions_only(engine: Engine) -> None:
     with storage.read() as tx:
         assert tx.sessions.get(digest(short.session_id)) is not None  # expired, still stored
 
-    scheduler = JobScheduler(job_table(accounts=accounts))
+    runs = Runs(storage, task_gate=threading.Semaphore(5), clock=clock)
+    scheduler = JobScheduler(job_table(accounts=accounts, runs=runs))
     try:
         status = scheduler.run_now("purge_expired_sessions").result(timeout=30)
     finally:

@@ -7,15 +7,20 @@ the job executor, never in the request threadpool. To add a job, add a row
 """
 
 from arbiter.domain.accounts import Accounts
+from arbiter.domain.runs.service import Runs
 from arbiter.jobs.scheduler import Job
 
 MINUTE = 60.0
 HOUR = 3600.0
 
 
-def job_table(*, accounts: Accounts) -> list[Job]:
+def job_table(*, accounts: Accounts, runs: Runs) -> list[Job]:
     """Every job of a primary, bound to the services it calls. [any thread; builds only]"""
     return [
+        # Tasks silent past their lease go back to the pool (their games are re-offered).
+        Job("scavenge_dead_tasks", period=MINUTE, initial_delay=MINUTE, function=runs.scavenge),
+        # itp, nps and games per minute of live runs: scheduling order and the dashboard.
+        Job("refresh_run_rates", period=MINUTE, initial_delay=MINUTE, function=runs.refresh_rates),
         Job(
             "purge_expired_sessions",
             period=HOUR,
