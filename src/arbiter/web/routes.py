@@ -10,7 +10,7 @@ from starlette.staticfiles import StaticFiles
 from arbiter.domain.files.pgns import MAX_PGN_UPLOAD_BODY
 from arbiter.web import api, files_api, runs_api, worker_api
 from arbiter.web.templating import STATIC_DIR
-from arbiter.web.ui import accounts, home, runs, users
+from arbiter.web.ui import accounts, files, home, runs, users
 
 # Paths whose bodies may be as large as ARBITER_MAX_UPLOAD_BYTES (nets).
 UPLOAD_PATHS: tuple[str, ...] = ("/upload", "/api/upload_net", "/api/upload_book")
@@ -73,5 +73,10 @@ def routes() -> list[BaseRoute]:
         Route("/user_management/{username}/reject", users.reject, methods=["POST"]),
         Route("/user_management/{username}/block", users.block, methods=["POST"]),
         Route("/user_management/{username}/unblock", users.unblock, methods=["POST"]),
+        Route("/nns", files.nets_page, methods=["GET"]),
+        Route("/books", files.books_page, methods=["GET"]),
+        Route("/upload", files.upload_form, methods=["GET"]),
+        Route("/upload", files.upload_net, methods=["POST"]),
+        Route("/upload/book", files.upload_book, methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]

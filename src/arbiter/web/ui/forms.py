@@ -2,6 +2,7 @@
 
 from urllib.parse import quote
 
+from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse
@@ -24,6 +25,25 @@ async def read_form(request: Request) -> dict[str, str]:
     if not session_of(request).csrf_matches(token):
         raise HTTPException(403, CSRF_FAILED)
     return values
+
+
+async def read_upload_form(request: Request) -> tuple[dict[str, str], UploadFile | None]:
+    """Like `read_form`, for a form with one file field: (fields, the file or None).
+
+    The multipart parser spools the file to a temporary file as it arrives;
+    the upload path's body limit (ARBITER_MAX_UPLOAD_BYTES) bounds it.
+    """
+    form = await request.form(max_files=1, max_fields=MAX_FORM_FIELDS)
+    values = {key: value for key, value in form.items() if isinstance(value, str)}
+    files = [value for value in form.values() if isinstance(value, UploadFile)]
+    token = values.pop("csrf_token", "") or request.headers.get("x-csrf-token", "")
+    if not session_of(request).csrf_matches(token):
+        await form.close()  # the spooled file, now
+        raise HTTPException(403, CSRF_FAILED)
+    if files and not files[0].filename:
+        await form.close()  # an empty file input
+        return values, None
+    return values, (files[0] if files else None)
 
 
 def session_of(request: Request) -> RequestSession:
