@@ -153,11 +153,22 @@ class FinishedRunFilter:
 
     username: str | None = None
     success_only: bool = False
+    failed_only: bool = False
     yellow_only: bool = False
     ltc_only: bool = False
     since: float | None = None
     offset: int = 0
     limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class TaskContribution:
+    """Games one user's workers played for one run (contributors page)."""
+
+    username: str
+    run_id: str
+    games: int
+    last_updated: float
 
 
 class RunStore(Protocol):
@@ -170,6 +181,9 @@ class RunStore(Protocol):
     def unfinished(self) -> list[RunRecord]: ...
     def get_many(self, run_ids: list[str]) -> list[RunRecord]: ...
     def finished(self, run_filter: FinishedRunFilter) -> list[RunRecord]: ...
+    def count_by_user(self, *, since: float | None = None) -> dict[str, int]:
+        """Runs each user submitted (deleted ones left out), from `since` on."""
+        ...
 
 
 class TaskStore(Protocol):
@@ -188,6 +202,14 @@ class TaskStore(Protocol):
     def delete_for_run(self, run_id: str) -> None: ...
     def games_by_run(self, username: str) -> dict[str, int]:
         """Games each run got from this user's workers (for CPU-hour totals)."""
+        ...
+
+    def contributions(self, *, since: float | None = None) -> list[TaskContribution]:
+        """Games per (user, run) of tasks updated from `since` on, with the last update."""
+        ...
+
+    def active(self) -> list[TaskRecord]:
+        """Every active task (the machines at work), by run and task id."""
         ...
 
 

@@ -17,3 +17,8 @@ class DuplicateKey(StorageError):  # noqa: N818 - named for what happened
         super().__init__(f"duplicate {what}: {value!r}")
         self.what = what
         self.value = value
+
+
+class StorageUnavailable(StorageError):  # noqa: N818 - named for what happened
+    """The database cannot be reached right now (down, restarting, locked past the
+    busy timeout); nothing was written. Retrying later is the right reaction."""

@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
 
+import psycopg
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from arbiter.storage.base import (
     ActionStore,
@@ -29,6 +31,7 @@ from arbiter.storage.base import (
     WorkerBlockStore,
 )
 from arbiter.storage.engine import read_transaction, write_transaction
+from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.sql_actions import SqlActionStore
 from arbiter.storage.sql_files import SqlBookStore, SqlNetStore, SqlPgnStore
 from arbiter.storage.sql_kv import SqlKVStore
@@ -98,10 +101,29 @@ class Storage:
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
-        with write_transaction(self.engine) as connection:
+        with _available(), write_transaction(self.engine) as connection:
             yield Tx(connection)
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
-        with read_transaction(self.engine) as connection:
+        with _available(), read_transaction(self.engine) as connection:
             yield Tx(connection)
+
+
+@contextmanager
+def _available() -> Iterator[None]:
+    """Turn "the database is not there" into StorageUnavailable; other errors pass."""
+    try:
+        yield
+    except (OperationalError, InterfaceError) as error:
+        if not _is_unavailable(error):
+            raise
+        raise StorageUnavailable(str(error.orig)) from error
+
+
+def _is_unavailable(error: DBAPIError) -> bool:
+    if error.connection_invalidated:
+        return True
+    if isinstance(error.orig, psycopg.OperationalError | psycopg.InterfaceError):
+        return True  # refused, terminated, shutting down, ...
+    return "database is locked" in str(error.orig)  # SQLite past its busy timeout

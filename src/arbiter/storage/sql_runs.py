@@ -1,15 +1,32 @@
 """Runs and tasks on SQL. Rows map one to one onto `RunRecord` / `TaskRecord`."""
 
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
 
-from arbiter.storage.base import FinishedRunFilter
+from arbiter.storage.base import FinishedRunFilter, TaskContribution
 from arbiter.storage.records import RunRecord, TaskRecord
 from arbiter.storage.schema import runs, tasks
 
 LTC_TC_BASE = 40.0  # seconds: a run is "long time control" from 40 s per game on
+
+
+def _values(record: RunRecord | TaskRecord) -> dict[str, Any]:
+    """The record's columns, shallow: `asdict` would deep-copy the run's args (its
+    SPRT state and results history) on every result update, only to encode them."""
+    return {spec.name: getattr(record, spec.name) for spec in fields(record)}
+
+
+# The hot writes (every result update and assignment) as constant statements: the
+# columns to set come from the parameters, so SQLAlchemy reuses one compiled form
+# instead of rebuilding and re-keying a `.values(...)` clause on every call.
+_INSERT_RUN = insert(runs)
+_UPDATE_RUN = update(runs).where(runs.c.id == bindparam("key_id"))
+_INSERT_TASK = insert(tasks)
+_UPDATE_TASK = update(tasks).where(
+    tasks.c.run_id == bindparam("key_run_id"), tasks.c.task_id == bindparam("key_task_id")
+)
 
 
 def _run(row: Row[Any]) -> RunRecord:
@@ -25,16 +42,16 @@ class SqlRunStore:
         self._connection = connection
 
     def add(self, run: RunRecord) -> None:
-        self._connection.execute(insert(runs).values(asdict(run)))
+        self._connection.execute(_INSERT_RUN, _values(run))
 
     def get(self, run_id: str) -> RunRecord | None:
         row = self._connection.execute(select(runs).where(runs.c.id == run_id)).one_or_none()
         return None if row is None else _run(row)
 
     def save(self, run: RunRecord) -> None:
-        values = asdict(run)
-        del values["id"]
-        self._connection.execute(update(runs).where(runs.c.id == run.id).values(values))
+        values = _values(run)
+        values["key_id"] = values.pop("id")
+        self._connection.execute(_UPDATE_RUN, values)
 
     def unfinished(self) -> list[RunRecord]:
         query = select(runs).where(runs.c.finished.is_(False)).order_by(runs.c.start_time)
@@ -50,6 +67,8 @@ class SqlRunStore:
         query = select(runs).where(runs.c.finished.is_(True), runs.c.deleted.is_(False))
         if run_filter.username is not None:
             query = query.where(runs.c.username == run_filter.username)
+        if run_filter.failed_only:
+            query = query.where(runs.c.failed.is_(True))
         if run_filter.success_only:
             query = query.where(runs.c.is_green.is_(True))
         if run_filter.yellow_only:
@@ -62,13 +81,20 @@ class SqlRunStore:
         query = query.offset(run_filter.offset).limit(run_filter.limit)
         return [_run(row) for row in self._connection.execute(query)]
 
+    def count_by_user(self, *, since: float | None = None) -> dict[str, int]:
+        query = select(runs.c.username, func.count()).where(runs.c.deleted.is_(False))
+        if since is not None:
+            query = query.where(runs.c.start_time >= since)
+        query = query.group_by(runs.c.username)
+        return {name: int(count) for name, count in self._connection.execute(query)}
+
 
 class SqlTaskStore:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
 
     def add(self, task: TaskRecord) -> None:
-        self._connection.execute(insert(tasks).values(asdict(task)))
+        self._connection.execute(_INSERT_TASK, _values(task))
 
     def get(self, run_id: str, task_id: int) -> TaskRecord | None:
         query = select(tasks).where(tasks.c.run_id == run_id, tasks.c.task_id == task_id)
@@ -76,10 +102,9 @@ class SqlTaskStore:
         return None if row is None else _task(row)
 
     def save(self, task: TaskRecord) -> None:
-        values = asdict(task)
-        del values["run_id"], values["task_id"]
-        key = (tasks.c.run_id == task.run_id) & (tasks.c.task_id == task.task_id)
-        self._connection.execute(update(tasks).where(key).values(values))
+        values = _values(task)
+        values["key_run_id"], values["key_task_id"] = values.pop("run_id"), values.pop("task_id")
+        self._connection.execute(_UPDATE_TASK, values)
 
     def for_run(self, run_id: str) -> list[TaskRecord]:
         query = select(tasks).where(tasks.c.run_id == run_id).order_by(tasks.c.task_id)
@@ -111,6 +136,23 @@ class SqlTaskStore:
             .group_by(tasks.c.run_id)
         )
         return {run_id: int(games or 0) for run_id, games in self._connection.execute(query)}
+
+    def contributions(self, *, since: float | None = None) -> list[TaskContribution]:
+        played = func.sum(tasks.c.wins + tasks.c.losses + tasks.c.draws)
+        query = select(tasks.c.username, tasks.c.run_id, played, func.max(tasks.c.last_updated))
+        if since is not None:
+            query = query.where(tasks.c.last_updated >= since)
+        query = query.group_by(tasks.c.username, tasks.c.run_id)
+        return [
+            TaskContribution(username, run_id, int(games or 0), float(last))
+            for username, run_id, games, last in self._connection.execute(query)
+        ]
+
+    def active(self) -> list[TaskRecord]:
+        query = (
+            select(tasks).where(tasks.c.active.is_(True)).order_by(tasks.c.run_id, tasks.c.task_id)
+        )
+        return [_task(row) for row in self._connection.execute(query)]
 
     def delete_for_run(self, run_id: str) -> None:
         self._connection.execute(delete(tasks).where(tasks.c.run_id == run_id))

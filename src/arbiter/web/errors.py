@@ -24,6 +24,7 @@ from arbiter.domain.errors import (
     Unauthorized,
     ValidationError,
 )
+from arbiter.storage import StorageUnavailable
 from arbiter.web.middleware import is_api_path, request_started_at
 from arbiter.web.replies import worker_error_body
 from arbiter.web.templating import render_error_page
@@ -103,7 +104,18 @@ async def handle_api_error(request: Request, exc: Exception) -> Response:
 
 async def handle_domain_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DomainError)
-    return await _respond(request, domain_status(exc), str(exc))
+    message = str(exc)
+    if isinstance(exc, ValidationError) and is_api_path(request.url.path):
+        # A form shows the message beside its field; an API caller has only the
+        # text, so it names the field to fix ("num_games: must be even ...").
+        message = f"{exc.field}: {message}"
+    return await _respond(request, domain_status(exc), message)
+
+
+async def handle_storage_unavailable(request: Request, exc: Exception) -> Response:
+    # Retryable: workers back off on a JSON 503 (the database is restarting, say).
+    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+    return await _respond(request, 503, "database unavailable, retry shortly")
 
 
 async def handle_unexpected(request: Request, exc: Exception) -> Response:
@@ -119,5 +131,6 @@ def exception_handlers() -> Mapping[Any, Handler]:
         HTTPException: handle_http_exception,
         ApiError: handle_api_error,
         DomainError: handle_domain_error,
+        StorageUnavailable: handle_storage_unavailable,
         Exception: handle_unexpected,
     }
