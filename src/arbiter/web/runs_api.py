@@ -6,7 +6,8 @@ Mutations need the primary (it owns the live runs); reads work everywhere.
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import fields
 from typing import Any
 
 import msgspec
@@ -15,6 +16,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.accounts import User
+from arbiter.domain.modify_rules import Modifiable
+from arbiter.domain.run_args import RunArgs
 from arbiter.storage.base import ActionFilter, FinishedRunFilter
 from arbiter.web.api import app_state
 from arbiter.web.errors import ApiError
@@ -25,6 +28,10 @@ _RUN_ID = re.compile(r"[0-9a-f]{24}")
 ACTION_FILTER_KEYS = frozenset({"action", "username", "run_id", "before", "max_count"})
 DEFAULT_ACTIONS = 200
 CORS = {"access-control-allow-origin": "*"}
+# What a script may send. The form ignores other keys (its CSRF token), but a
+# script's misspelt key would silently fall back to a default: refused here.
+RUN_ARG_KEYS = frozenset(f.name for f in fields(RunArgs)) - {"allowed_archs"}
+MODIFY_KEYS = frozenset(f.name for f in fields(Modifiable))
 
 
 # ---------------------------------------------------------------- scripting
@@ -54,6 +61,7 @@ async def submit_run(request: Request) -> Response:
     require_primary(request)
     user = await bearer_user(request)
     body = await read_json_object(request)
+    _refuse_unknown(body, RUN_ARG_KEYS, "a run argument")
     run_id = await run_in_threadpool(app_state(request).runs.lifecycle.submit, user, body)
     return json_reply(request, {"run_id": run_id})
 
@@ -89,7 +97,19 @@ async def stop_run(request: Request) -> Response:
 
 async def modify_run(request: Request) -> Response:
     lifecycle = app_state(request).runs.lifecycle
-    return await _act(request, lifecycle.modify)
+
+    def modify(user: User, run_id: str, body: dict[str, Any]) -> None:
+        _refuse_unknown(body, MODIFY_KEYS, "modifiable")
+        lifecycle.modify(user, run_id, body)
+
+    return await _act(request, modify)
+
+
+def _refuse_unknown(body: dict[str, Any], known: Iterable[str], what: str) -> None:
+    unknown = sorted(set(body) - set(known))
+    if unknown:
+        allowed = ", ".join(sorted(known))
+        raise ApiError(400, f"{unknown[0]}: not {what} (allowed: {allowed})")
 
 
 async def purge_run(request: Request) -> Response:
