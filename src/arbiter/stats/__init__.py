@@ -66,6 +66,7 @@ from arbiter.stats.sprt import (
     update_sprt,
 )
 from arbiter.stats.sprt_elo import SprtElo, sprt_elo
+from arbiter.stats.sprt_forecast import SprtForecast, forecast_table, sprt_forecast
 from arbiter.stats.spsa import (
     SpsaParam,
     SpsaParseError,
@@ -94,6 +95,7 @@ __all__ = [
     "Overshoot",
     "RawStats",
     "SprtElo",
+    "SprtForecast",
     "SprtState",
     "SpsaParam",
     "SpsaParseError",
@@ -115,6 +117,7 @@ __all__ = [
     "engine_values",
     "fixed_games_elo",
     "flips_signature",
+    "forecast_table",
     "gains",
     "game_duration",
     "history_due",
@@ -146,6 +149,7 @@ __all__ = [
     "sprt_batch_size",
     "sprt_bounds",
     "sprt_elo",
+    "sprt_forecast",
     "sprt_results",
     "task_size",
     "tc_factor",
