@@ -10,7 +10,18 @@ from starlette.staticfiles import StaticFiles
 from arbiter.domain.files.pgns import MAX_PGN_UPLOAD_BODY
 from arbiter.web import api, files_api, runs_api, worker_api
 from arbiter.web.templating import STATIC_DIR
-from arbiter.web.ui import accounts, files, home, runs, users
+from arbiter.web.ui import (
+    accounts,
+    files,
+    fleet,
+    home,
+    new_run,
+    run_actions,
+    run_stats,
+    runs,
+    tools,
+    users,
+)
 
 # Paths whose bodies may be as large as ARBITER_MAX_UPLOAD_BYTES (nets).
 UPLOAD_PATHS: tuple[str, ...] = ("/upload", "/api/upload_net", "/api/upload_book")
@@ -58,6 +69,23 @@ def routes() -> list[BaseRoute]:
         Route("/", home.index, methods=["GET"]),
         Route("/tests", runs.tests, methods=["GET"]),
         Route("/tests/view/{run_id}", runs.run_page, methods=["GET"]),
+        Route("/tests/run", new_run.new_run_form, methods=["GET"]),
+        Route("/tests/run", new_run.submit_run, methods=["POST"]),
+        Route("/tests/view/{run_id}/approve", run_actions.approve, methods=["POST"]),
+        Route("/tests/view/{run_id}/stop", run_actions.stop, methods=["POST"]),
+        Route("/tests/view/{run_id}/purge", run_actions.purge, methods=["POST"]),
+        Route("/tests/view/{run_id}/delete", run_actions.delete, methods=["POST"]),
+        Route("/tests/view/{run_id}/modify", run_actions.modify, methods=["POST"]),
+        Route("/tests/stats/{run_id}", run_stats.raw_stats_page, methods=["GET"]),
+        Route("/tests/live_elo/{run_id}", run_stats.live_elo_page, methods=["GET"]),
+        Route("/actions", fleet.actions, methods=["GET"]),
+        Route("/contributors", fleet.contributors, methods=["GET"]),
+        Route("/contributors/monthly", fleet.contributors_monthly, methods=["GET"]),
+        Route("/machines", fleet.machines, methods=["GET"]),
+        Route("/workers", fleet.blocked_workers, methods=["GET"]),
+        Route("/workers/{worker_name}", fleet.worker, methods=["GET"]),
+        Route("/workers/{worker_name}", fleet.set_worker_block, methods=["POST"]),
+        Route("/sprt_calc", tools.sprt_calc, methods=["GET"]),
         Route("/login", accounts.login_form, methods=["GET"]),
         Route("/login", accounts.login, methods=["POST"]),
         Route("/logout", accounts.logout, methods=["POST"]),

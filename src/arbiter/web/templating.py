@@ -47,14 +47,16 @@ def format_timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def page_context(request: Request) -> dict[str, Any]:
+def page_context(request: Request, *, fragment: bool = False) -> dict[str, Any]:
+    """What every template may use. A fragment (a live region's refresh) leaves
+    the flashes for the next full page, which is where they are shown."""
     session: RequestSession | None = request.scope.get(SCOPE_KEY)
     if session is None:
         return {"user": None, "csrf_token": "", "flashes": [], "path": request.url.path}
     return {
         "user": session.user,
         "csrf_token": session.csrf_token,
-        "flashes": session.take_flashes(),
+        "flashes": [] if fragment else session.take_flashes(),
         "path": request.url.path,
     }
 
@@ -64,9 +66,14 @@ def render_sync(template: str, context: Mapping[str, Any]) -> str:
 
 
 async def render(
-    request: Request, template: str, context: Mapping[str, Any] | None = None, status: int = 200
+    request: Request,
+    template: str,
+    context: Mapping[str, Any] | None = None,
+    status: int = 200,
+    *,
+    fragment: bool = False,
 ) -> HTMLResponse:
-    full = {**page_context(request), **(context or {})}
+    full = {**page_context(request, fragment=fragment), **(context or {})}
     body = await run_in_threadpool(render_sync, template, full)
     response = HTMLResponse(body, status_code=status)
     session: RequestSession | None = request.scope.get(SCOPE_KEY)

@@ -171,6 +171,7 @@ def run_view(run: RunRecord, *, history: bool = False) -> dict[str, Any]:
     """A run as `/api/get_run` and `/api/active_runs` show it (tasks left out)."""
     args = dict(run.args)
     args.pop("allowed_archs", None)
+    args.pop("results_history", None)  # ours, for the charts; not in the reference's shape
     if "spsa" in args and not history:
         args["spsa"] = {**args["spsa"], "param_history": []}
     return {

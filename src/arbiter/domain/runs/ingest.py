@@ -14,6 +14,7 @@ from typing import Any
 
 from arbiter.domain import actions
 from arbiter.domain.errors import BadRequest, Unauthorized
+from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import run_label
 from arbiter.domain.runs.outcome import finish, is_decided, run_action
 from arbiter.domain.runs.registry import Change, RunContext, RunState
@@ -120,7 +121,7 @@ class ResultIngest:
             run, new_task = apply_spsa_result(run, task, new_task, spsa)
         change = Change(run)
         change.save_task(task, new_task)
-        change.run = _advance_sprt(change.run)
+        change.run = history.record(_advance_sprt(change.run))
         if is_decided(change.run):
             finish(state, change, now=now, by="", message=_finish_message(change.run))
         return change

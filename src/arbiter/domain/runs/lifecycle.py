@@ -16,6 +16,7 @@ from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
 from arbiter.domain.git import resolve_refs
 from arbiter.domain.modify_rules import Modifiable, RunFacts, RunKind, apply_modification
 from arbiter.domain.run_args import parse_run_args
+from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import build_args, new_run_id, new_run_record
 from arbiter.domain.runs.outcome import finish, is_undecided, run_action
 from arbiter.domain.runs.registry import Change, RunContext, RunState
@@ -133,7 +134,7 @@ class RunLifecycle:
             change = Change(state.run)
             for task in bad:
                 change.save_task(task, _purged(task))
-            change.run = _rescore(change.run)
+            change.run = history.record(_rescore(change.run))
             message = f"purged {len(bad)} task(s)"
             self._commit_reopening(state, change, user, "purge_run", message)
             return len(bad)
@@ -220,6 +221,24 @@ def _missing_or_finished(lifecycle: RunLifecycle, run_id: str) -> Exception:
     if state is None or state.run.deleted:
         return NotFound(f"No run {run_id}.")
     return ValidationError("run", f"Run {run_id} is already finished.")
+
+
+def allowed_actions(user: User | None, run: RunRecord) -> frozenset[str]:
+    """What `user` may do to `run` now, as the methods above decide it: for
+    showing only the buttons that work (the methods still check)."""
+    if user is None or run.deleted:
+        return frozenset()
+    allowed = {"reschedule"}
+    if user.username == run.username or user.is_approver:
+        allowed |= {"modify", "delete"}
+        if "spsa" not in run.args:
+            allowed.add("purge")
+        if not run.finished:
+            allowed.add("stop")
+    others = user.is_approver and user.username != run.username
+    if others and not run.approved and not run.finished:
+        allowed.add("approve")
+    return frozenset(allowed)
 
 
 def _require_owner_or_approver(user: User, run: RunRecord) -> None:

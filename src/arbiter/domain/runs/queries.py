@@ -4,19 +4,22 @@ Unfinished runs are answered from memory on the primary; everything else, and
 every read on a secondary, comes from storage. Runs in the threadpool.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from arbiter.domain.errors import NotFound
+from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.documents import run_view, task_view
 from arbiter.domain.runs.registry import RunContext, RunState
 from arbiter.domain.runs.scheduler import NO_GAMES, NOT_APPROVED
 from arbiter.stats.sprt import sprt_results
 from arbiter.stats.sprt_elo import sprt_elo
+from arbiter.stats.sprt_forecast import sprt_forecast
 from arbiter.storage.base import FinishedRunFilter
 from arbiter.storage.records import RunRecord, TaskRecord
 
 FINISHED_PAGE_SIZE = 50
+FAILED_DAYS = 7  # the home page lists runs that failed this recently
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,13 @@ class Overview:
     cores: int
     nps: float
     games_per_minute: float
+    failed: list[RunRecord] = field(default_factory=list)  # failed in the last FAILED_DAYS
+    queued_cpu_hours: float = 0.0  # estimated CPU time the approved live runs still need
+
+    @property
+    def queue_hours(self) -> float | None:
+        """Hours the fleet needs for the queue at its current size (None without cores)."""
+        return self.queued_cpu_hours / self.cores if self.cores else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +48,15 @@ class RunDetail:
     run: RunRecord
     tasks: list[TaskRecord]
     why_no_workers: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """A worker at work: its task, the run it plays for, when it was last heard from."""
+
+    task: TaskRecord
+    run_title: str
+    last_seen: float
 
 
 class RunQueries:
@@ -55,10 +74,13 @@ class RunQueries:
 
     def overview(self, finished_page: int = 1) -> Overview:
         """Live runs grouped as the home page shows them, and one page of finished runs."""
+        now = self._context.clock()
         with self._context.storage.read() as tx:
             live = [run for run in tx.runs.unfinished() if not run.deleted]
             offset = (finished_page - 1) * FINISHED_PAGE_SIZE
             finished = tx.runs.finished(FinishedRunFilter(offset=offset, limit=FINISHED_PAGE_SIZE))
+            recent = FinishedRunFilter(failed_only=True, since=now - FAILED_DAYS * 86400.0)
+            failed = tx.runs.finished(recent) if finished_page == 1 else []
         memory = {state.run.id: state.run for state in self._context.registry.states()}
         live = [memory.get(run.id, run) for run in live]
         active = [run for run in live if run.approved and run.workers > 0]
@@ -71,6 +93,8 @@ class RunQueries:
             cores=sum(run.cores for run in active),
             nps=sum(run.nps for run in active),
             games_per_minute=sum(run.games_per_minute for run in active),
+            failed=failed,
+            queued_cpu_hours=sum(remaining_cpu_hours(run) for run in live if run.approved),
         )
 
     def detail(self, run_id: str) -> RunDetail:
@@ -84,6 +108,32 @@ class RunQueries:
             with self._context.storage.read() as tx:
                 tasks = tx.tasks.for_run(run_id)
         return RunDetail(run, tasks, why_no_workers(run, state))
+
+    def machines(self) -> list[Machine]:
+        """Every worker holding an active task, most cores first."""
+        registry = self._context.registry
+        states = registry.states()
+        if states:
+            found = []
+            for state in states:
+                run, tasks = state.run, list(state.tasks)
+                for task in tasks:
+                    if task.active:
+                        seen = registry.lease(task.run_id, task.task_id) or task.last_updated
+                        found.append(Machine(task, _title(run), seen))
+        else:  # a secondary keeps no registry: read storage
+            with self._context.storage.read() as tx:
+                tasks = tx.tasks.active()
+                runs = {run.id: run for run in tx.runs.get_many(sorted({t.run_id for t in tasks}))}
+            found = [
+                Machine(task, _title(runs[task.run_id]), task.last_updated)
+                for task in tasks
+                if task.run_id in runs
+            ]
+        return sorted(
+            found,
+            key=lambda m: (-int(m.task.worker_info.get("concurrency", 0)), m.task.worker_name),
+        )
 
     def finished_runs(self, page: int, run_filter: FinishedRunFilter) -> dict[str, dict[str, Any]]:
         """Page `page` (1-based) of finished runs, newest update first."""
@@ -100,6 +150,11 @@ class RunQueries:
         with self._context.storage.read() as tx:
             runs = tx.runs.finished(query)
         return {run.id: run_view(run) for run in runs}
+
+    def run(self, run_id: str) -> RunRecord:
+        """One run, from memory when live (NotFound when missing or deleted)."""
+        state = self._context.registry.get(run_id)
+        return state.run if state is not None else self._stored_run(run_id)
 
     def get_run(self, run_id: str) -> dict[str, Any]:
         """The run (tasks left out) and `why_no_workers`: what keeps workers away."""
@@ -134,6 +189,34 @@ class RunQueries:
         if run is None or run.deleted:
             raise NotFound(f"No run {run_id}.")
         return run
+
+
+def remaining_cpu_hours(run: RunRecord) -> float:
+    """CPU hours a live run still needs: its games left × threads × game length.
+
+    An SPRT's games left are estimated as the expected length of a test of an
+    Elo-neutral patch (true nElo = elo0) minus what it has played, not its cap.
+    """
+    args = run.args
+    played = run.wins + run.losses + run.draws
+    games = float(args["num_games"])
+    sprt = args.get("sprt")
+    if sprt is not None and sprt.get("elo_model") == "normalized":
+        forecast = sprt_forecast(
+            float(sprt["elo0"]),
+            float(sprt["elo1"]),
+            float(sprt["elo0"]),
+            alpha=float(sprt["alpha"]),
+            beta=float(sprt["beta"]),
+        )
+        games = min(games, forecast.expected_games)
+    left = max(0.0, games - played)
+    seconds = parse_time_control(args["tc"]).game_duration() * int(args["threads"])
+    return left * seconds / 3600.0
+
+
+def _title(run: RunRecord) -> str:
+    return f"{run.args.get('new_tag', '')} vs {run.args.get('base_tag', '')}"
 
 
 def sprt_estimate(run: RunRecord) -> dict[str, object]:

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from arbiter.domain.run_args import parse_time_control
+from arbiter.domain.runs.contributors import Contributors
 from arbiter.domain.runs.ingest import ResultIngest
 from arbiter.domain.runs.lifecycle import RefResolver, RunLifecycle, resolve_with_git, restore
 from arbiter.domain.runs.maintenance import refresh_rates, scavenge_dead_tasks
@@ -33,6 +34,7 @@ class Runs:
         self.scheduler = TaskScheduler(self.context, task_gate, book_sri)
         self.ingest = ResultIngest(self.context)
         self.queries = RunQueries(self.context)
+        self.contributors = Contributors(self.context)
 
     def restore(self) -> int:
         """Primary start-up: load and verify live runs (threadpool)."""

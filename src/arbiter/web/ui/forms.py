@@ -1,5 +1,6 @@
 """Helpers shared by the page handlers: forms with CSRF, who is asking, redirects."""
 
+import re
 from urllib.parse import quote
 
 from starlette.datastructures import UploadFile
@@ -10,6 +11,7 @@ from starlette.responses import RedirectResponse
 from arbiter.domain.accounts import User
 from arbiter.web.sessions import RequestSession, request_session
 
+RUN_ID = re.compile(r"[0-9a-f]{24}")
 CSRF_FAILED = "This form has expired or did not come from this site. Reload the page and try again."
 MAX_FORM_FIELDS = 200
 
@@ -68,6 +70,20 @@ def require_approver(request: Request) -> User:
     if not user.is_approver:
         raise HTTPException(403, "Only approvers may use this page.")
     return user
+
+
+def require_primary(request: Request) -> None:
+    """Changes to runs happen on the primary (it owns the live runs): 503 elsewhere."""
+    if not request.app.state.arbiter.settings.is_primary:
+        raise HTTPException(503, "This page changes runs: use the primary instance.")
+
+
+def run_id_of(request: Request) -> str:
+    """The `run_id` path parameter, 404 unless it looks like one."""
+    run_id = str(request.path_params["run_id"])
+    if not RUN_ID.fullmatch(run_id):
+        raise HTTPException(404, f"There is no run {run_id}.")
+    return run_id
 
 
 def safe_next(target: str | None, default: str = "/tests") -> str:

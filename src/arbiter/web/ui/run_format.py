@@ -4,11 +4,18 @@ Plain functions of a `RunRecord`; templates call them, so a page never
 computes statistics itself. Runs in the threadpool with the rendering.
 """
 
+import math
 from typing import Any
+from urllib.parse import urlsplit
 
+from markupsafe import Markup
+
+from arbiter.domain.runs.documents import hash_mib
 from arbiter.domain.runs.outcome import games_of
-from arbiter.stats.elo import fixed_games_elo
+from arbiter.stats.elo import fixed_games_elo, nelo_summary
 from arbiter.storage.records import RunRecord
+
+LTC_SECONDS = 40.0  # a time control from 40 s on counts as long (as /api/finished_runs)
 
 ARG_ROWS = (
     ("tests_repo", "Repository"),
@@ -79,6 +86,10 @@ def result_lines(run: RunRecord) -> list[str]:
     estimate = elo_line(run)
     if estimate:
         lines.append(estimate)
+    if kind(run) == "games":
+        normalized = nelo_line(run)
+        if normalized:
+            lines.append(normalized)
     lines.append(f"Games: {games_of(run)} W: {run.wins} L: {run.losses} D: {run.draws}")
     lines.append("Ptnml(0-2): " + ", ".join(str(count) for count in run.pentanomial))
     return lines
@@ -92,6 +103,20 @@ def elo_line(run: RunRecord) -> str:
     except (ValueError, ZeroDivisionError):
         return ""
     return f"Elo: {estimate.elo:.2f} ± {estimate.elo95:.1f} (95%) LOS: {100 * estimate.los:.1f}%"
+
+
+def nelo_line(run: RunRecord) -> str:
+    """The fixed-games nElo line: nElo ± 95% and the pairs ratio."""
+    if sum(run.pentanomial) < 2:
+        return ""
+    try:
+        summary = nelo_summary(run.pentanomial)
+    except (ValueError, ZeroDivisionError):
+        return ""
+    return (
+        f"nElo: {summary.nelo:.2f} ± {summary.nelo95:.1f} (95%)"
+        f" PairsRatio: {summary.pairs_ratio:.2f}"
+    )
 
 
 def progress(run: RunRecord) -> str:
@@ -108,3 +133,112 @@ def arg_rows(run: RunRecord) -> list[tuple[str, Any]]:
             ("SPRT", f"elo0={sprt['elo0']} elo1={sprt['elo1']} batch {sprt['batch_size']} pairs")
         )
     return rows
+
+
+# Hosts whose web pages show a commit at <repo>/commit/<sha> (GitLab: /-/commit/).
+COMMIT_PAGES = {
+    "github.com": "{repo}/commit/{sha}",
+    "codeberg.org": "{repo}/commit/{sha}",
+    "gitlab.com": "{repo}/-/commit/{sha}",
+}
+DIFF_PAGES = {
+    "github.com": "{repo}/compare/{base}...{new}",
+    "codeberg.org": "{repo}/compare/{base}...{new}",
+    "gitlab.com": "{repo}/-/compare/{base}...{new}",
+}
+# The Hash (MiB) the reference expects for a time control and thread count.
+EXPECTED_HASH = {
+    ("10+0.1", 1): 16,
+    ("60+0.6", 1): 64,
+    ("5+0.05", 8): 64,
+    ("20+0.2", 8): 256,
+    ("180+1.8", 1): 192,
+    ("60+0.6", 8): 512,
+}
+
+
+def _web_repo(repo: str) -> tuple[str, str] | None:
+    """(host, https URL without .git) of a repository on a known host, else None."""
+    try:
+        parts = urlsplit(repo)
+    except ValueError:
+        return None
+    host = (parts.hostname or "").lower()
+    if parts.scheme != "https" or host not in COMMIT_PAGES:
+        return None
+    path = parts.path.rstrip("/").removesuffix(".git")
+    return host, f"https://{host}{path}"
+
+
+def commit_url(repo: str, sha: str) -> str | None:
+    web = _web_repo(repo)
+    return None if web is None else COMMIT_PAGES[web[0]].format(repo=web[1], sha=sha)
+
+
+def diff_url(run: RunRecord) -> str | None:
+    web = _web_repo(str(run.args.get("tests_repo", "")))
+    if web is None:
+        return None
+    base, new = run.args.get("resolved_base", ""), run.args.get("resolved_new", "")
+    return DIFF_PAGES[web[0]].format(repo=web[1], base=base, new=new)
+
+
+def arg_cell(run: RunRecord, label: str, value: Any) -> Markup:
+    """A value of the argument table, linked to its commit on a known host."""
+    repo = str(run.args.get("tests_repo", ""))
+    if label in ("New SHA", "Base SHA"):
+        url = commit_url(repo, str(value))
+        if url is not None:
+            return Markup('<a href="{}"><code>{}</code></a>').format(url, value)
+        return Markup("<code>{}</code>").format(value)
+    if label == "New":
+        url = diff_url(run)
+        if url is not None:
+            return Markup('{} <a href="{}">(diff)</a>').format(value, url)
+    return Markup("{}").format(value)
+
+
+def warnings(run: RunRecord) -> list[str]:
+    """The reference's run-page warnings that apply to this run."""
+    args = run.args
+    found = []
+    if float(args["throughput"]) > 100:
+        found.append(f"Throughput is {float(args['throughput']):g}% (above the usual 100%).")
+    if float(args["priority"]) > 0:
+        found.append(f"Priority is {float(args['priority']):g} (above the usual 0).")
+    if args.get("base_options") != args.get("new_options"):
+        found.append("The two engines get different UCI options.")
+    if args.get("new_tc") and args["new_tc"] != args["tc"]:
+        found.append(f"Time odds: the test engine plays at {args['new_tc']}.")
+    expected = EXPECTED_HASH.get((str(args["tc"]), int(args["threads"])))
+    hashes = {hash_mib(str(args.get(s, ""))) for s in ("new_options", "base_options")}
+    if expected is not None and hashes != {expected}:
+        found.append(
+            f"Unusual Hash for {args['tc']} with {args['threads']} thread(s): {expected} expected."
+        )
+    if args.get("arch_filter"):
+        found.append(f"Only workers whose arch matches {args['arch_filter']!r} play this run.")
+    if args.get("compiler"):
+        found.append(f"Only workers compiling with {args['compiler']} play this run.")
+    if run.failures:
+        found.append(f"This run failed {run.failures} time(s).")
+    return found
+
+
+def residual_text(value: float) -> str:
+    return "∞" if math.isinf(value) else f"{value:.2f}"
+
+
+def queue_hours(overview: Any) -> str:
+    """The home page's queue estimate: hours of work for the fleet as it is now."""
+    hours = overview.queue_hours
+    if hours is None:
+        return f"{overview.queued_cpu_hours:,.0f} CPU h"
+    return f"{hours:,.1f} h"
+
+
+def filter_tags(run: RunRecord) -> str:
+    """Space-separated tags the home page's type filters match rows on."""
+    length = "ltc" if run.tc_base >= LTC_SECONDS else "stc"
+    threads = "smp" if int(run.args["threads"]) > 1 else "st"
+    return f"{kind(run).lower()} {length} {threads}"

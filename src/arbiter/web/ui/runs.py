@@ -1,4 +1,12 @@
-"""The home page (run tables, fleet totals) and a run's own page."""
+"""The home page (run tables, fleet totals) and a run's own page.
+
+Both refresh themselves while visible (`static/app.js`): with `?live=1` they
+answer only the part that changes, 204 when nothing changed since
+`?version=`, and 286 once the run is finished (the poller stops).
+"""
+
+from typing import Any
+from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -7,25 +15,82 @@ from starlette.responses import Response
 
 from arbiter.domain.errors import NotFound
 from arbiter.web.api import app_state
+from arbiter.web.state import AppState
 from arbiter.web.templating import render
-from arbiter.web.ui import run_format
+from arbiter.web.ui import run_charts, run_format, run_view
+from arbiter.web.ui.forms import current_user
 
-TASKS_PER_PAGE = 100
+LIVE_DONE = 286  # "final state, stop polling" (the reference's htmx convention)
 
 
 async def tests(request: Request) -> Response:
     page_text = request.query_params.get("page", "1")
-    page = int(page_text) if page_text.isdigit() and int(page_text) > 0 else 1
+    page = int(page_text) if page_text.isdigit() and 0 < int(page_text) < 10**6 else 1
     overview = await run_in_threadpool(app_state(request).runs.queries.overview, page)
     context = {"overview": overview, "page": page, "fmt": run_format}
+    if request.query_params.get("live"):
+        return await render(request, "tests_live.html", context, fragment=True)
     return await render(request, "tests.html", context)
 
 
 async def run_page(request: Request) -> Response:
+    return await show_run(request, {})
+
+
+async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -> Response:
+    """The run page; `extra` carries a refused modify form back (errors, values)."""
     run_id = str(request.path_params["run_id"])
+    user = current_user(request)
+    page, sort, descending = run_view.page_query(request.query_params)
+    state = app_state(request)
     try:
-        detail = await run_in_threadpool(app_state(request).runs.queries.detail, run_id)
+        context = await run_in_threadpool(
+            lambda: _run_context(
+                state, run_id, with_pgns=user is not None, page=page, sort=sort, desc=descending
+            )
+        )
     except NotFound:
         raise HTTPException(404, f"There is no run {run_id}.") from None
-    context = {"detail": detail, "run": detail.run, "fmt": run_format}
-    return await render(request, "run.html", context)
+    context["actions"] = run_view.actions_for(user, context["detail"])
+    context.setdefault("modify_values", run_view.modify_values(context["detail"]))
+    kept = {k: v for k, v in request.query_params.items() if k in ("page", "sort", "order")}
+    context = {"modify_errors": {}, "query": urlencode(kept), **context, **extra}
+    run = context["run"]
+    if request.query_params.get("live"):
+        version = _version(run.last_updated)
+        if request.query_params.get("version") == version and not run.finished:
+            return Response(status_code=204, headers={"cache-control": "no-store"})
+        status = LIVE_DONE if run.finished else 200
+        reply = await render(request, "run_live.html", context, status, fragment=True)
+        reply.headers["x-live-version"] = version
+        return reply
+    return await render(request, "run.html", context, status)
+
+
+def _run_context(
+    state: AppState, run_id: str, *, with_pgns: bool, page: int, sort: str, desc: bool
+) -> dict[str, Any]:
+    detail = state.runs.queries.detail(run_id)
+    pgn_ids = _stored_pgns(state, run_id) if with_pgns and detail.tasks else set()
+    chi2 = run_view.chi2_of(detail.tasks)
+    tasks = run_view.tasks_page(detail.tasks, chi2, pgn_ids, page=page, sort=sort, descending=desc)
+    return {
+        "detail": detail,
+        "run": detail.run,
+        "fmt": run_format,
+        "charts": run_charts.charts(detail.run),
+        "chi2": chi2,
+        "tasks": tasks,
+        "live_version": _version(detail.run.last_updated),
+    }
+
+
+def _stored_pgns(state: AppState, run_id: str) -> set[int]:
+    try:
+        return set(state.pgns.run_task_ids(run_id))
+    except NotFound:  # no PGN uploaded yet
+        return set()
+
+
+def _version(last_updated: float) -> str:
+    return f"{last_updated:.6f}"

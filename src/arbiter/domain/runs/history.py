@@ -1,0 +1,78 @@
+"""A run's results over time, thinned: what its charts draw (LLR and Elo against games).
+
+Neither the tasks nor the actions keep this: a task's stats are cumulative and
+overwritten, so the order in which games arrived is lost. Each result update
+appends a point to `run.args["results_history"]` (written in the same
+transaction as the results), and the list stays small by thinning: once it
+holds more than MAX_POINTS points every other one is dropped and the spacing
+doubles. A run of any length therefore keeps between MAX_POINTS / 2 and
+MAX_POINTS evenly spread points plus the latest one.
+
+A point is a list `[games, wins, losses, draws, LL, LD, DD, WD, WW, llr]`
+(`llr` is None without an SPRT). Pure functions of a `RunRecord`.
+"""
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from arbiter.storage.records import RunRecord
+
+HISTORY_KEY = "results_history"
+MAX_POINTS = 64
+FIRST_STEP = 2  # games between points before any thinning (one pair)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    games: int
+    wins: int
+    losses: int
+    draws: int
+    pentanomial: tuple[int, int, int, int, int]
+    llr: float | None
+
+
+def record(run: RunRecord) -> RunRecord:
+    """The run with its current results appended to its history when due."""
+    games = run.wins + run.losses + run.draws
+    stored = run.args.get(HISTORY_KEY) or {"step": FIRST_STEP, "points": []}
+    step = int(stored["step"])
+    # A purge can take games away: forget what no longer stands.
+    kept = [p for p in stored["points"] if p[0] <= games]
+    latest = _point(run, games)
+    # The last point follows the latest results until it is `step` games past
+    # the one before it; then it stays and the next update starts a new one.
+    if kept and (kept[-1][0] == games or (len(kept) >= 2 and kept[-1][0] - kept[-2][0] < step)):
+        kept[-1] = latest
+    else:
+        kept.append(latest)
+    if len(kept) > MAX_POINTS:
+        kept = [*kept[:-1:2], kept[-1]]
+        step *= 2
+    return replace(run, args={**run.args, HISTORY_KEY: {"step": step, "points": kept}})
+
+
+def points(run: RunRecord) -> list[Point]:
+    """The stored points, oldest first (empty for a run without results yet)."""
+    stored = run.args.get(HISTORY_KEY)
+    if not stored:
+        return []
+    return [
+        Point(int(p[0]), int(p[1]), int(p[2]), int(p[3]), _penta(p[4:9]), _llr(p[9]))
+        for p in stored["points"]
+    ]
+
+
+def _point(run: RunRecord, games: int) -> list[Any]:
+    sprt = run.args.get("sprt")
+    llr = None if sprt is None else round(float(sprt["llr"]), 4)
+    return [games, run.wins, run.losses, run.draws, *run.pentanomial, llr]
+
+
+def _penta(values: list[Any]) -> tuple[int, int, int, int, int]:
+    ll, ld, dd, wd, ww = (int(v) for v in values)
+    return ll, ld, dd, wd, ww
+
+
+def _llr(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -1,0 +1,88 @@
+"""Blocking and unblocking worker machines (reference 8, `/workers/<name>`).
+
+A machine is named by its short worker name (`alice-8cores-a1b2c3d4`); a
+blocked one is refused work by the scheduler with the message given here.
+Its owner (the user the name starts with) or an approver may change it; each
+change writes a `block_worker` action in the same transaction.
+Runs in the threadpool.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from arbiter.domain import actions
+from arbiter.domain.accounts import User
+from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
+from arbiter.protocol.workers import is_short_worker_name
+from arbiter.storage import Storage
+from arbiter.storage.records import WorkerBlockRecord
+
+MAX_BLOCK_MESSAGE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStatus:
+    name: str
+    owner: str
+    blocked: bool
+    message: str
+    last_updated: float | None
+
+
+def owner_of(worker_name: str) -> str:
+    return worker_name.split("-", 1)[0]
+
+
+def may_change(user: User | None, worker_name: str) -> bool:
+    return user is not None and (user.is_approver or user.username == owner_of(worker_name))
+
+
+class WorkerBlocks:
+    def __init__(self, storage: Storage, clock: Callable[[], float] = time.time) -> None:
+        self._storage = storage
+        self._clock = clock
+
+    def status(self, worker_name: str) -> WorkerStatus:
+        _check_name(worker_name)
+        with self._storage.read() as tx:
+            record = tx.worker_blocks.get(worker_name)
+        return _status(worker_name, record)
+
+    def blocked(self) -> list[WorkerStatus]:
+        """Every blocked machine, most recently changed first."""
+        with self._storage.read() as tx:
+            records = tx.worker_blocks.list_blocked()
+        found = [_status(record.worker_name, record) for record in records]
+        return sorted(found, key=lambda status: -(status.last_updated or 0.0))
+
+    def set_blocked(self, user: User, worker_name: str, *, blocked: bool, message: str) -> None:
+        _check_name(worker_name)
+        if not may_change(user, worker_name):
+            raise PermissionDenied("Only the machine's owner or an approver may block it.")
+        message = message.strip()
+        if len(message) > MAX_BLOCK_MESSAGE:
+            raise ValidationError("message", f"is longer than {MAX_BLOCK_MESSAGE} characters")
+        now = self._clock()
+        with self._storage.write() as tx:
+            tx.worker_blocks.set(worker_name, blocked=blocked, message=message, at=now)
+            verb = "blocked" if blocked else "unblocked"
+            actions.record(
+                tx,
+                time=now,
+                action="block_worker",
+                username=user.username,
+                worker=worker_name,
+                message=f"{verb}: {message}" if message else verb,
+            )
+
+
+def _check_name(worker_name: str) -> None:
+    if not is_short_worker_name(worker_name):
+        raise NotFound(f"{worker_name} is not a worker name (user-Ncores-key).")
+
+
+def _status(name: str, record: WorkerBlockRecord | None) -> WorkerStatus:
+    if record is None:
+        return WorkerStatus(name, owner_of(name), False, "", None)
+    return WorkerStatus(name, owner_of(name), record.blocked, record.message, record.last_updated)

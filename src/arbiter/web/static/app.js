@@ -1,0 +1,104 @@
+// Arbiter's one page script (no library). Pages work without it.
+//  - Live regions: <div data-live-src="URL" data-live-period="S"> are refreshed
+//    from URL every S seconds while the tab is visible, without reloading the
+//    page. The server answers the region's new content (200), 204 when nothing
+//    changed since the version we hold (X-Live-Version), or 286 with the final
+//    content once there is nothing left to wait for.
+//  - Forms with data-confirm ask before they submit.
+"use strict";
+
+(function () {
+  const FINAL = 286;
+
+  function liveRegion(region) {
+    const period = 1000 * Number(region.dataset.livePeriod || 20);
+    let timer = null;
+    let busy = false;
+    let done = region.hasAttribute("data-live-done");
+
+    function url() {
+      const target = new URL(region.dataset.liveSrc, window.location.href);
+      if (region.dataset.liveVersion) target.searchParams.set("version", region.dataset.liveVersion);
+      return target;
+    }
+
+    async function refresh() {
+      if (done || busy || document.visibilityState !== "visible") return;
+      busy = true;
+      try {
+        const reply = await fetch(url(), { credentials: "same-origin", headers: { "X-Live": "1" } });
+        if (reply.status === 200 || reply.status === FINAL) {
+          region.innerHTML = await reply.text();
+          const version = reply.headers.get("X-Live-Version");
+          if (version) region.dataset.liveVersion = version;
+          region.dispatchEvent(new CustomEvent("live:updated", { bubbles: true }));
+        }
+        if (reply.status === FINAL) stop(true);
+      } catch (error) {
+        // Offline or the server restarting: try again at the next tick.
+      } finally {
+        busy = false;
+      }
+    }
+
+    function start() {
+      if (done || timer !== null) return;
+      timer = window.setInterval(refresh, period);
+    }
+
+    function stop(final) {
+      if (final) done = true;
+      if (timer !== null) window.clearInterval(timer);
+      timer = null;
+    }
+
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") {
+        refresh();
+        start();
+      } else {
+        stop(false);
+      }
+    });
+    if (document.visibilityState === "visible") start();
+  }
+
+  // Delegated, so forms that arrive with a live update ask too.
+  function confirmForms() {
+    document.addEventListener("submit", (event) => {
+      const form = event.target.closest("form[data-confirm]");
+      if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
+    });
+  }
+
+  // Home page type filters: a row shows when each of its tags is ticked.
+  // The choice is kept in localStorage and applied again after live updates.
+  function runFilters() {
+    const bar = document.querySelector("[data-run-filters]");
+    if (!bar) return;
+    const boxes = Array.from(bar.querySelectorAll("input[type=checkbox]"));
+    let saved = {};
+    try {
+      saved = JSON.parse(window.localStorage.getItem("arbiter.runFilters") || "{}");
+    } catch (error) {
+      saved = {};
+    }
+    for (const box of boxes) if (box.value in saved) box.checked = saved[box.value];
+    function apply() {
+      const hidden = new Set(boxes.filter((b) => !b.checked).map((b) => b.value));
+      for (const row of document.querySelectorAll("tr[data-tags]")) {
+        row.hidden = row.dataset.tags.split(" ").some((tag) => hidden.has(tag));
+      }
+      const state = Object.fromEntries(boxes.map((b) => [b.value, b.checked]));
+      window.localStorage.setItem("arbiter.runFilters", JSON.stringify(state));
+    }
+    for (const box of boxes) box.addEventListener("change", apply);
+    document.addEventListener("live:updated", apply);
+    bar.hidden = false;
+    apply();
+  }
+
+  for (const region of document.querySelectorAll("[data-live-src]")) liveRegion(region);
+  confirmForms();
+  runFilters();
+})();

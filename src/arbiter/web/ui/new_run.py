@@ -1,0 +1,86 @@
+"""The new test form, GET and POST /tests/run (reschedule: /tests/run?id=<run id>).
+
+The POST calls the same `RunLifecycle.submit` as the runs API; a refusal
+names its field, and the form is shown again with the message beside it.
+"""
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from arbiter.domain.errors import NotFound, ValidationError
+from arbiter.domain.git import GitError
+from arbiter.web.api import app_state
+from arbiter.web.templating import render
+from arbiter.web.ui import submission
+from arbiter.web.ui.forms import (
+    RUN_ID,
+    read_form,
+    redirect,
+    require_primary,
+    require_user,
+    session_of,
+)
+
+
+async def new_run_form(request: Request) -> Response:
+    user = require_user(request)
+    require_primary(request)
+    source = request.query_params.get("id", "")
+    values = submission.blank_values(user.tests_repo)
+    if source:
+        values = await _values_of(request, source)
+    return await _page(request, values, {}, source=source)
+
+
+async def submit_run(request: Request) -> Response:
+    user = require_user(request)
+    require_primary(request)
+    form = await read_form(request)
+    values = submission.posted_values(form)
+    lifecycle = app_state(request).runs.lifecycle
+    try:
+        run_id = await run_in_threadpool(lifecycle.submit, user, submission.submission(values))
+    except ValidationError as error:
+        errors = {submission.error_field(error.field): str(error)}
+        return await _page(request, values, errors, status=400)
+    except GitError as error:  # the repository could not be read
+        return await _page(request, values, {"tests_repo": str(error)}, status=400)
+    session_of(request).flash("Test submitted. It starts once an approver has approved it.")
+    return redirect(f"/tests/view/{run_id}")
+
+
+async def _values_of(request: Request, run_id: str) -> dict[str, Any]:
+    if not RUN_ID.fullmatch(run_id):
+        raise HTTPException(404, f"There is no run {run_id}.")
+    try:
+        run = await run_in_threadpool(app_state(request).runs.queries.run, run_id)
+    except NotFound:
+        raise HTTPException(404, f"There is no run {run_id}.") from None
+    return submission.values_from_run(run.args)
+
+
+async def _page(
+    request: Request,
+    values: dict[str, Any],
+    errors: dict[str, str],
+    *,
+    source: str = "",
+    status: int = 200,
+) -> Response:
+    books = await run_in_threadpool(app_state(request).books.list)
+    context = {
+        "values": values,
+        "errors": errors,
+        "source": source,
+        "books": [book.name for book in books],
+        "time_presets": submission.TIME_PRESETS,
+        "bounds_presets": submission.BOUNDS_PRESETS,
+        "stop_rules": submission.STOP_RULES,
+        "compilers": submission.COMPILERS,
+        "elo_models": submission.ELO_MODELS,
+    }
+    return await render(request, "new_run.html", context, status)

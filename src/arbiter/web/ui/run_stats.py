@@ -1,0 +1,268 @@
+"""A run's raw statistics page and its live Elo page (reference 8).
+
+`raw_statistics` and `live_elo` are plain functions of a `RunRecord` that
+return what the templates print; the handlers load the run in the threadpool
+and render. The live Elo page refreshes itself (10 s) until the SPRT decides.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from arbiter.domain.errors import NotFound
+from arbiter.stats.elo import (
+    DistributionStats,
+    fixed_games_elo,
+    nelo_summary,
+    raw_stats,
+)
+from arbiter.stats.llr import (
+    llr_bayeselo,
+    llr_logistic,
+    llr_logistic_approx,
+    llr_normalized,
+    llr_normalized_approx,
+)
+from arbiter.stats.sprt import overshoot_corrections, sprt_results
+from arbiter.stats.sprt_elo import sprt_elo
+from arbiter.storage.records import RunRecord
+from arbiter.web.api import app_state
+from arbiter.web.templating import render
+from arbiter.web.ui import run_format
+from arbiter.web.ui.forms import run_id_of
+from arbiter.web.ui.svg import Gauge, gauge
+
+Rows = list[tuple[str, str]]
+LIVE_DONE = 286
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    title: str
+    rows: Rows
+
+
+def raw_statistics(run: RunRecord) -> list[Section]:
+    """Every number of the raw-statistics page, grouped and formatted."""
+    games = run.wins + run.losses + run.draws
+    sections = [
+        Section(
+            "Results",
+            [
+                ("Games", f"{games:,}"),
+                ("Wins / losses / draws", f"{run.wins} / {run.losses} / {run.draws}"),
+                ("Pentanomial (LL, LD, DD+WL, WD, WW)", ", ".join(map(str, run.pentanomial))),
+                ("Crashes / time losses", f"{run.crashes} / {run.time_losses}"),
+            ],
+        )
+    ]
+    if games == 0:
+        return sections
+    sprt = run.args.get("sprt")
+    if sprt is not None:
+        sections.append(_sprt_section(sprt))
+    stats = raw_stats(run.wins, run.losses, run.draws, _penta(run))
+    sections.append(Section("Trinomial (per game)", _distribution(stats.trinomial)))
+    if stats.pentanomial is not None:
+        sections.append(Section("Pentanomial (per pair)", _distribution(stats.pentanomial)))
+    derived = [
+        ("Draw ratio", f"{stats.draw_ratio:.4f}"),
+        ("DrawElo", _number(stats.drawelo)),
+    ]
+    if stats.variance_ratio is not None:
+        derived.append(("Variance ratio (pentanomial / trinomial)", _number(stats.variance_ratio)))
+    derived += _elo_rows(run)
+    sections.append(Section("Derived", derived))
+    if sprt is not None:
+        sections.append(Section("Log-likelihood ratios", _llr_rows(run, sprt)))
+    return sections
+
+
+def _sprt_section(sprt: dict[str, Any]) -> Section:
+    o0, o1 = overshoot_corrections(sprt)  # type: ignore[arg-type]
+    return Section(
+        "SPRT",
+        [
+            ("Elo model", str(sprt["elo_model"])),
+            ("elo0, elo1", f"{float(sprt['elo0']):g}, {float(sprt['elo1']):g}"),
+            ("alpha, beta", f"{float(sprt['alpha']):g}, {float(sprt['beta']):g}"),
+            ("Bounds A, B", f"{sprt['lower_bound']:.4f}, {sprt['upper_bound']:.4f}"),
+            ("Overshoot corrections", f"{o0:.4f}, {o1:.4f}"),
+            ("Batch size (pairs)", str(sprt["batch_size"])),
+            ("LLR", f"{float(sprt['llr']):.4f}"),
+            ("State", str(sprt.get("state") or "running")),
+        ],
+    )
+
+
+def _distribution(dist: DistributionStats) -> Rows:
+    return [
+        ("Samples", f"{dist.samples:,.0f}"),
+        ("Mean", _number(dist.mean)),
+        ("Variance", _number(dist.variance)),
+        ("Skewness", _number(dist.skewness)),
+        ("Excess kurtosis", _number(dist.excess_kurtosis)),
+    ]
+
+
+def _elo_rows(run: RunRecord) -> Rows:
+    rows: Rows = []
+    try:
+        estimate = fixed_games_elo(_penta(run) or [run.losses, run.draws, run.wins])
+        rows.append(("Elo (logistic)", f"{estimate.elo:.2f} ± {estimate.elo95:.2f}"))
+        rows.append(("LOS", f"{100 * estimate.los:.2f}%"))
+    except (ValueError, ZeroDivisionError):
+        pass
+    try:
+        summary = nelo_summary(run.pentanomial)
+        rows.append(("nElo", f"{summary.nelo:.2f} ± {summary.nelo95:.2f}"))
+        rows.append(("Pairs ratio", _number(summary.pairs_ratio)))
+    except (ValueError, ZeroDivisionError):
+        pass
+    return rows
+
+
+def _llr_rows(run: RunRecord, sprt: dict[str, Any]) -> Rows:
+    elo0, elo1 = float(sprt["elo0"]), float(sprt["elo1"])
+    penta = _penta(run) or [run.losses, run.draws, run.wins]
+    ldw = [run.losses, run.draws, run.wins]
+    candidates: list[tuple[str, Callable[[], float]]] = [
+        ("Logistic, exact", lambda: llr_logistic(elo0, elo1, penta)),
+        ("Logistic, approximation", lambda: llr_logistic_approx(elo0, elo1, penta)),
+        ("Normalized, exact", lambda: llr_normalized(elo0, elo1, penta)),
+        ("Normalized, approximation", lambda: llr_normalized_approx(elo0, elo1, penta)),
+        ("BayesElo", lambda: llr_bayeselo(elo0, elo1, ldw)),
+    ]
+    rows: Rows = []
+    for label, compute in candidates:
+        try:
+            rows.append((label, f"{compute():.4f}"))
+        except (ValueError, ZeroDivisionError, OverflowError):
+            rows.append((label, "–"))
+    return rows
+
+
+def _penta(run: RunRecord) -> list[int] | None:
+    return list(run.pentanomial) if sum(run.pentanomial) > 0 else None
+
+
+def _number(value: float) -> str:
+    return "∞" if math.isinf(value) else f"{value:.5g}"
+
+
+# ---------------------------------------------------------------- live Elo
+
+
+@dataclass(frozen=True, slots=True)
+class LiveElo:
+    gauges: list[Markup]
+    rows: Rows
+    decided: bool
+
+
+def live_elo(run: RunRecord) -> LiveElo:
+    """Three gauges (LOS, LLR within its bounds, Elo with its CI) and details."""
+    sprt = run.args.get("sprt")
+    if sprt is None:
+        return LiveElo([], [("Live Elo", "only for SPRT runs")], run.finished)
+    lower, upper = float(sprt["lower_bound"]), float(sprt["upper_bound"])
+    llr_value = float(sprt["llr"])
+    llr_gauge = Gauge(
+        "LLR",
+        llr_value,
+        lower,
+        upper,
+        f"{llr_value:.2f} ({lower:.2f}, {upper:.2f})",
+        marks=[(lower, f"{lower:.2f}"), (0.0, "0"), (upper, f"{upper:.2f}")],
+        id="gauge-llr",
+    )
+    estimate = _sprt_estimate(run, sprt)
+    decided = bool(sprt.get("state")) or run.finished
+    rows: Rows = [
+        ("Games", f"{run.wins + run.losses + run.draws:,}"),
+        ("W / L / D", f"{run.wins} / {run.losses} / {run.draws}"),
+        ("Pentanomial", ", ".join(map(str, run.pentanomial))),
+        ("Status", str(sprt.get("state") or run_format.status(run))),
+    ]
+    if estimate is None:
+        return LiveElo([gauge(llr_gauge)], rows, decided)
+    elo0, elo1 = float(sprt["elo0"]), float(sprt["elo1"])
+    span = math.ceil(max(4.0, abs(estimate.ci[0]), abs(estimate.ci[1]), abs(elo1) + 1))
+    elo_gauge = Gauge(
+        f"Elo ({sprt['elo_model']})",
+        estimate.elo,
+        -span,
+        span,
+        f"{estimate.elo:.2f} [{estimate.ci[0]:.2f}, {estimate.ci[1]:.2f}]",
+        interval=estimate.ci,
+        marks=[(-span, f"{-span:g}"), (elo0, ""), (elo1, ""), (span, f"{span:g}")],
+        id="gauge-elo",
+    )
+    los_gauge = Gauge(
+        "LOS",
+        100 * estimate.los,
+        0.0,
+        100.0,
+        f"{100 * estimate.los:.1f}%",
+        marks=[(0.0, "0%"), (50.0, "50%"), (100.0, "100%")],
+        id="gauge-los",
+    )
+    rows[:0] = [
+        ("Elo", f"{estimate.elo:.2f} [{estimate.ci[0]:.2f}, {estimate.ci[1]:.2f}] (95%)"),
+        ("SPRT bounds", f"⟨{elo0:g}, {elo1:g}⟩, the two inner marks of the Elo scale"),
+    ]
+    return LiveElo([gauge(los_gauge), gauge(llr_gauge), gauge(elo_gauge)], rows, decided)
+
+
+def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> Any:
+    if run.wins + run.losses + run.draws == 0:
+        return None
+    model = str(sprt["elo_model"])
+    counts = sprt_results(model, run.wins, run.losses, run.draws, run.pentanomial)
+    try:
+        return sprt_elo(
+            counts,
+            float(sprt["elo0"]),
+            float(sprt["elo1"]),
+            model,
+            alpha=float(sprt["alpha"]),
+            beta=float(sprt["beta"]),
+            ldw=[run.losses, run.draws, run.wins],
+        )
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+# ---------------------------------------------------------------- handlers
+
+
+async def raw_stats_page(request: Request) -> Response:
+    run = await _load(request)
+    sections = await run_in_threadpool(raw_statistics, run)
+    context = {"run": run, "fmt": run_format, "sections": sections}
+    return await render(request, "run_stats.html", context)
+
+
+async def live_elo_page(request: Request) -> Response:
+    run = await _load(request)
+    live = await run_in_threadpool(live_elo, run)
+    context = {"run": run, "fmt": run_format, "live": live}
+    if request.query_params.get("live"):
+        status = LIVE_DONE if live.decided else 200
+        return await render(request, "live_elo_live.html", context, status, fragment=True)
+    return await render(request, "live_elo.html", context)
+
+
+async def _load(request: Request) -> RunRecord:
+    run_id = run_id_of(request)
+    try:
+        return await run_in_threadpool(app_state(request).runs.queries.run, run_id)
+    except NotFound:
+        raise HTTPException(404, f"There is no run {run_id}.") from None

@@ -1,0 +1,123 @@
+"""What the run page shows beyond the run itself: the tasks table (sorted, paged,
+with χ² residual colours), the χ² summary, the buttons the visitor may use, and
+the modify form's values. Plain functions, run in the threadpool.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from arbiter.domain.accounts import User
+from arbiter.domain.runs.ingest import task_worker_name
+from arbiter.domain.runs.lifecycle import allowed_actions
+from arbiter.domain.runs.queries import RunDetail
+from arbiter.stats.purge import (
+    Chi2Result,
+    aggregate_rows,
+    chi2_residuals,
+    residual_color,
+    worker_row,
+)
+from arbiter.storage.records import TaskRecord
+
+TASKS_PER_PAGE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRow:
+    task: TaskRecord
+    worker: str  # the long name, as in the actions log
+    games: int
+    residual: float | None
+    residual_colour: str
+    has_pgn: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TasksPage:
+    rows: list[TaskRow]
+    bad: list[TaskRow]
+    page: int
+    pages: int
+    sort: str
+    descending: bool
+    total: int
+
+
+SORTS: dict[str, Callable[[TaskRow], Any]] = {
+    "task": lambda row: row.task.task_id,
+    "worker": lambda row: row.worker.lower(),
+    "games": lambda row: row.games,
+    "updated": lambda row: row.task.last_updated,
+    "crashes": lambda row: (row.task.crashes, row.task.time_losses),
+    "residual": lambda row: -1.0 if row.residual is None else row.residual,
+}
+
+
+def chi2_of(tasks: list[TaskRecord]) -> Chi2Result:
+    """χ² homogeneity of the workers' results (bad tasks left out), as purge uses it."""
+    rows = aggregate_rows(
+        (t.worker_name, worker_row(t.wins, t.losses, t.draws, t.pentanomial))
+        for t in tasks
+        if not t.bad
+    )
+    return chi2_residuals(rows)
+
+
+def tasks_page(
+    tasks: list[TaskRecord],
+    chi2: Chi2Result,
+    pgn_ids: set[int],
+    *,
+    page: int = 1,
+    sort: str = "task",
+    descending: bool = False,
+) -> TasksPage:
+    workers = len(chi2.residual) + len(chi2.excluded)
+    rows = [_row(task, chi2, workers, pgn_ids) for task in tasks]
+    good = [row for row in rows if not row.task.bad]
+    if sort not in SORTS:
+        sort = "task"
+    good.sort(key=SORTS[sort], reverse=descending)
+    pages = max(1, -(-len(good) // TASKS_PER_PAGE))
+    page = min(max(page, 1), pages)
+    start = (page - 1) * TASKS_PER_PAGE
+    shown = good[start : start + TASKS_PER_PAGE]
+    bad = [row for row in rows if row.task.bad]
+    return TasksPage(shown, bad, page, pages, sort, descending, len(good))
+
+
+def _row(task: TaskRecord, chi2: Chi2Result, workers: int, pgn_ids: set[int]) -> TaskRow:
+    residual = chi2.residual.get(task.worker_name)
+    colour = "" if residual is None else residual_color(residual, max(workers, 1))
+    return TaskRow(
+        task=task,
+        worker=task_worker_name(task),
+        games=task.wins + task.losses + task.draws,
+        residual=residual,
+        residual_colour=colour,
+        has_pgn=task.task_id in pgn_ids,
+    )
+
+
+def modify_values(detail: RunDetail) -> dict[str, Any]:
+    args = detail.run.args
+    return {
+        "num_games": str(args["num_games"]),
+        "priority": f"{float(args['priority']):g}",
+        "throughput": f"{float(args['throughput']):g}",
+        "auto_purge": bool(args["auto_purge"]),
+        "info": str(args["info"]),
+    }
+
+
+def page_query(params: Mapping[str, str]) -> tuple[int, str, bool]:
+    """(page, sort, descending) of the tasks table from the query string."""
+    page_text = params.get("page", "1")
+    page = int(page_text) if page_text.isdigit() and 0 < int(page_text) < 10**6 else 1
+    sort = params.get("sort", "task")
+    return page, sort if sort in SORTS else "task", params.get("order") == "desc"
+
+
+def actions_for(user: User | None, detail: RunDetail) -> frozenset[str]:
+    return allowed_actions(user, detail.run)

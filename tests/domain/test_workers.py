@@ -1,0 +1,83 @@
+"""Blocking worker machines: who may, what is logged, what the scheduler then refuses."""
+
+import pytest
+from sqlalchemy import Engine
+
+from arbiter.domain.accounts import User
+from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
+from arbiter.domain.workers import WorkerBlocks, may_change
+from arbiter.storage import Storage
+from arbiter.storage.base import ActionFilter
+from tests.domain.runs.support import Clock, make_user
+
+NAME = "alice-4cores-abcd"
+
+
+@pytest.fixture
+def storage(engine: Engine) -> Storage:
+    return Storage(engine)
+
+
+@pytest.fixture
+def blocks(storage: Storage) -> WorkerBlocks:
+    return WorkerBlocks(storage, clock=Clock())
+
+
+def test_an_unknown_machine_is_allowed(blocks: WorkerBlocks) -> None:
+    status = blocks.status(NAME)
+    assert (status.blocked, status.owner, status.last_updated) == (False, "alice", None)
+
+
+def test_the_owner_blocks_and_unblocks_with_a_logged_message(
+    blocks: WorkerBlocks, storage: Storage
+) -> None:
+    alice = make_user(storage, "alice")
+    blocks.set_blocked(alice, NAME, blocked=True, message="  overheating  ")
+    status = blocks.status(NAME)
+    assert (status.blocked, status.message) == (True, "overheating")
+    assert [w.name for w in blocks.blocked()] == [NAME]
+    blocks.set_blocked(alice, NAME, blocked=False, message="")
+    assert not blocks.status(NAME).blocked
+    assert blocks.blocked() == []
+    with storage.read() as tx:
+        logged = tx.actions.query(ActionFilter(action="block_worker"))
+    assert [a.message for a in logged] == ["unblocked", "blocked: overheating"]
+    assert {a.worker for a in logged} == {NAME}
+
+
+def test_an_approver_may_block_anyones_machine(blocks: WorkerBlocks, storage: Storage) -> None:
+    root = make_user(storage, "root", approver=True)
+    blocks.set_blocked(root, NAME, blocked=True, message="")
+    assert blocks.status(NAME).blocked
+
+
+def test_others_may_not(blocks: WorkerBlocks, storage: Storage) -> None:
+    bob = make_user(storage, "bob")
+    assert not may_change(bob, NAME)
+    assert not may_change(None, NAME)
+    with pytest.raises(PermissionDenied):
+        blocks.set_blocked(bob, NAME, blocked=True, message="")
+
+
+def test_bad_names_and_long_messages_are_refused(blocks: WorkerBlocks, storage: Storage) -> None:
+    alice = make_user(storage, "alice")
+    with pytest.raises(NotFound):
+        blocks.status("not a worker")
+    with pytest.raises(ValidationError) as refused:
+        blocks.set_blocked(alice, NAME, blocked=True, message="x" * 501)
+    assert refused.value.field == "message"
+
+
+def test_the_scheduler_refuses_a_blocked_machine(storage: Storage, repo_url: str) -> None:
+    import threading
+
+    from arbiter.domain.runs.service import Runs
+    from tests.domain.runs.support import approved_run, worker
+
+    alice: User = make_user(storage, "alice")
+    root = make_user(storage, "root", approver=True)
+    runs = Runs(storage, task_gate=threading.Semaphore(5), clock=Clock())
+    approved_run(runs, alice, root, repo_url)
+    WorkerBlocks(storage).set_blocked(root, NAME, blocked=True, message="bad results")
+    reply = runs.scheduler.request_task(worker(), alice, "10.0.0.1")
+    assert "bad results" in reply["error"]
