@@ -1,4 +1,4 @@
-"""`arbiter`: serve | db upgrade | users create/token/list.
+"""`arbiter`: serve | db upgrade | users create/token/list | worker | demo.
 
 This module parses arguments only. Each command's implementation is imported
 when it runs, so the worker distribution (which ships this file without the
@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from arbiter import __version__
+from arbiter.worker.arguments import add_demo_parser, add_worker_parser
 
 
 def _add_storage_options(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--label", default="")
     _add_storage_options(token)
     _add_storage_options(user_commands.add_parser("list", help="list accounts"))
+    add_worker_parser(commands)
+    add_demo_parser(commands)
     return parser
 
 
@@ -66,6 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from arbiter.web.serve import serve_command
 
         return serve_command(args)
+    if args.command in ("worker", "demo"):
+        from arbiter.worker import cli as worker_cli
+
+        command = worker_cli.worker_command if args.command == "worker" else worker_cli.demo_command
+        return command(args)
     from arbiter.admin import run_admin_command
 
     return run_admin_command(args)

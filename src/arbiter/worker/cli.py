@@ -1,0 +1,156 @@
+"""`arbiter worker` and `arbiter demo`: starting the worker.
+
+Imported by arbiter.cli only when one of these commands runs (their flags
+are in arguments.py, which imports nothing heavy). Setting up a
+worker: take the directory lock, merge the flags into the configuration file,
+check the credentials with request_version, then hand over to the main loop.
+"""
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from arbiter.worker.arguments import CONFIG_NAME
+from arbiter.worker.client import ApiClient
+from arbiter.worker.config import (
+    DEFAULT_DATA_DIR,
+    apply_flags,
+    read_file,
+    resolve,
+    write_file,
+)
+from arbiter.worker.control import Control
+from arbiter.worker.engines import EngineCache
+from arbiter.worker.errors import ConfigError, CredentialsError, WorkerError
+from arbiter.worker.heartbeat import Heartbeat
+from arbiter.worker.host import find_compiler, this_machine, worker_arch
+from arbiter.worker.identity import make_worker_info, new_unique_key
+from arbiter.worker.loop import directory_lock, run_loop
+from arbiter.worker.status import StatusLine, setup_logging
+from arbiter.worker.task import TaskContext
+
+log = logging.getLogger("arbiter.worker")
+
+# Flag (argparse destination) -> the configuration key it is saved under.
+STORED_FLAGS = {
+    "server": "server",
+    "username": "username",
+    "password": "password",
+    "token": "password",
+    "concurrency": "concurrency",
+    "max_memory": "max_memory",
+    "min_threads": "min_threads",
+    "uuid_prefix": "uuid_prefix",
+    "fleet": "fleet",
+    "compiler": "compiler",
+}
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir or DEFAULT_DATA_DIR).absolute()
+    try:
+        with directory_lock(data_dir):
+            return _start(args, data_dir)
+    except ConfigError as error:
+        print(f"arbiter worker: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _flags(args: argparse.Namespace) -> dict[str, str | None]:
+    flags: dict[str, str | None] = {}
+    for attribute, key in STORED_FLAGS.items():
+        value = getattr(args, attribute, None)
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        if value is not None:
+            flags[key] = str(value)
+    return flags
+
+
+def _start(args: argparse.Namespace, data_dir: Path) -> int:
+    config_path = data_dir / CONFIG_NAME
+    parser = read_file(config_path)
+    apply_flags(parser, _flags(args))
+    write_file(config_path, parser)
+    config, notes = resolve(parser, this_machine(), data_dir)
+    status = StatusLine()
+    setup_logging(data_dir, status)
+    for note in notes:
+        log.info(note)
+    compiler = find_compiler(config.compiler)
+    if compiler is None and config.compiler:
+        raise ConfigError(f"compiler: {config.compiler} is not usable on this machine")
+    unique_key = new_unique_key(config.uuid_prefix)
+    info = make_worker_info(config, compiler, unique_key, worker_arch())
+    client = ApiClient(config.server, config.password, info)
+    try:
+        if not _credentials_ok(client):
+            return 1
+        compiled = f"{compiler.name} {'.'.join(map(str, compiler.version))}" if compiler else "none"
+        log.info(
+            "worker %s: %d cores, %d MiB, compiler %s; server %s",
+            unique_key, config.concurrency, config.max_memory, compiled, config.server,
+        )  # fmt: skip
+        context = TaskContext(
+            client=client,
+            config=config,
+            engines=EngineCache(data_dir / "engines", compiler, config.concurrency),
+            control=Control(),
+            status=status,
+            books_dir=data_dir / "books",
+            nets_dir=data_dir / "nets",
+        )
+        return _run(context)
+    finally:
+        client.close()
+        status.done()
+
+
+def _run(context: TaskContext) -> int:
+    """The main loop with its signal handlers and heartbeat thread."""
+    _install_signal_handlers(context.control)
+    heartbeat = Heartbeat(context.client, context.control)
+    heartbeat.start()
+    try:
+        return run_loop(context, fleet=context.config.fleet)
+    finally:
+        heartbeat.stop()
+
+
+def _credentials_ok(client: ApiClient) -> bool:
+    """Check the credentials once at start. An unreachable server is not fatal
+    (the loop retries); a refusal is, with the server's own words."""
+    try:
+        client.request_version()
+    except CredentialsError as error:
+        print(f"arbiter worker: the server refused the credentials: {error}", file=sys.stderr)
+        print("Check --username and --password/--token.", file=sys.stderr)
+        return False
+    except WorkerError as error:
+        log.warning("cannot reach the server yet (%s); will keep trying", error)
+    return True
+
+
+def _install_signal_handlers(control: Control) -> None:
+    """First SIGINT/SIGTERM: finish the report, close the task, exit. Second: now."""
+
+    def handle(number: int, _frame: FrameType | None) -> None:
+        # Runs in the main thread between two bytecodes: it only sets flags (no
+        # logging, whose locks the interrupted code may hold); the loop logs.
+        if control.stopping.is_set():
+            raise KeyboardInterrupt
+        control.request_stop(signal.Signals(number).name)
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    from arbiter.worker.demo import run_demo
+
+    return run_demo(port=args.port, directory=args.dir, exit_when_done=args.exit)

@@ -1,0 +1,220 @@
+"""The worker's side of the protocol: one method per endpoint (reference 1.2, 1.4).
+
+Bodies are built from the protocol's own request structs, so client and
+server agree on every field. Every POST must answer a JSON object; anything
+else (a proxy's plain-text 502, a dropped connection) is a TransportError,
+which `update_task` retries. A reply with `error` is returned to the caller
+or raised as ServerError, per endpoint, as the reference worker does.
+
+Thread-safe: the main thread and the heartbeat thread share one client
+(httpx's pool is thread-safe; `worker_info` is replaced, never mutated).
+The HTTP transport can be injected (tests use httpx's MockTransport).
+"""
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2 as httpx
+import msgspec
+
+from arbiter import __version__
+from arbiter.protocol.messages import (
+    BeatRequest,
+    FailedTaskRequest,
+    RequestSpsaRequest,
+    RequestTaskRequest,
+    SpsaResult,
+    Stats,
+    StopRunRequest,
+    UpdateTaskRequest,
+    UploadPgnRequest,
+    VersionRequest,
+    WorkerIdentity,
+    WorkerInfo,
+    WorkerLogRequest,
+)
+from arbiter.worker.errors import CredentialsError, WorkerError
+
+log = logging.getLogger("arbiter.worker.api")
+
+HTTP_TIMEOUT = 30.0  # s, per request (reference 11)
+UPDATE_ATTEMPTS = 5  # update_task tries on transport failures (reference 1.4)
+UPDATE_RETRY_DELAY = 15.0  # s between them
+
+
+class TransportError(WorkerError):
+    """No usable reply: a network error, or a body that is not a JSON object."""
+
+
+class ServerError(WorkerError):
+    """The server answered with `error`; the message is the server's."""
+
+
+class NotFoundError(WorkerError):
+    """A download the server does not have (HTTP 404)."""
+
+
+class ApiClient:
+    def __init__(
+        self,
+        server: str,
+        password: str,
+        worker_info: WorkerInfo,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = HTTP_TIMEOUT,
+        wait: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=server,
+            transport=transport,
+            timeout=timeout,
+            follow_redirects=True,
+            headers={"user-agent": f"arbiter-worker/{__version__}"},
+        )
+        self.server = server
+        self._password = password
+        self._wait = wait
+        self._clock = clock
+        self.worker_info = worker_info
+        self.last_contact = clock()  # of the last JSON reply; the heartbeat's clock
+
+    def close(self) -> None:
+        self._http.close()
+
+    # ---------------------------------------------------------------- transport
+
+    def post(self, path: str, body: msgspec.Struct) -> dict[str, Any]:
+        """POST a request struct; the reply object. Never logs the body (a credential)."""
+        started = time.monotonic()
+        try:
+            reply = self._http.post(
+                path,
+                content=msgspec.json.encode(body),
+                headers={"content-type": "application/json"},
+            )
+        except httpx.HTTPError as error:
+            raise TransportError(f"{path}: {type(error).__name__}: {error}") from None
+        try:
+            data = msgspec.json.decode(reply.content)
+        except msgspec.DecodeError:
+            data = None
+        if not isinstance(data, dict):
+            snippet = reply.text[:200]
+            raise TransportError(
+                f"{path}: HTTP {reply.status_code}, not a JSON object: {snippet!r}"
+            )
+        self.last_contact = self._clock()
+        server_time = data.get("duration")
+        log.info(
+            "%s: HTTP %d in %.3f s (server %.3f s)",
+            path,
+            reply.status_code,
+            time.monotonic() - started,
+            server_time if isinstance(server_time, int | float) else math.nan,
+        )
+        if "info" in data:
+            log.info("%s: %s", path, data["info"])
+        if "error" in data:
+            log.warning("%s: %s", path, data["error"])
+        return data
+
+    def get(self, path: str) -> bytes:
+        """A file from the server (books, nets); follows redirects."""
+        try:
+            reply = self._http.get(path)
+        except httpx.HTTPError as error:
+            raise TransportError(f"{path}: {type(error).__name__}: {error}") from None
+        if reply.status_code == 404:
+            raise NotFoundError(f"{path}: the server has no such file")
+        if reply.status_code != 200:
+            raise TransportError(f"{path}: HTTP {reply.status_code}")
+        self.last_contact = self._clock()
+        return reply.content
+
+    def get_json(self, path: str) -> dict[str, Any]:
+        try:
+            data = msgspec.json.decode(self.get(path))
+        except msgspec.DecodeError:
+            data = None
+        if not isinstance(data, dict):
+            raise TransportError(f"{path}: not a JSON object")
+        return data
+
+    # ---------------------------------------------------------------- endpoints
+
+    def request_version(self) -> int:
+        """The server's protocol version; CredentialsError when it refuses us."""
+        body = VersionRequest(self._password, WorkerIdentity(self.worker_info.username))
+        data = self.post("/api/request_version", body)
+        if "error" in data:
+            raise CredentialsError(_message(data["error"]))
+        version = data.get("version")
+        if not isinstance(version, int):
+            raise TransportError(f"/api/request_version: no version in {data!r}")
+        return version
+
+    def request_task(self) -> dict[str, Any]:
+        return self.post("/api/request_task", RequestTaskRequest(self._password, self.worker_info))
+
+    def update_task(
+        self, run_id: str, task_id: int, stats: Stats, spsa: SpsaResult | None = None
+    ) -> bool:
+        """Report cumulative stats; whether the task is still alive.
+
+        Transport failures are retried (5 tries, 15 s apart); an `error` in
+        the reply raises ServerError, which fails the task.
+        """
+        body = UpdateTaskRequest(self._password, self.worker_info, run_id, task_id, stats, spsa)
+        for attempt in range(1, UPDATE_ATTEMPTS + 1):
+            try:
+                data = self.post("/api/update_task", body)
+                break
+            except TransportError as failure:
+                if attempt == UPDATE_ATTEMPTS:
+                    raise
+                log.warning("update_task attempt %d failed (%s); retrying", attempt, failure)
+                self._wait(UPDATE_RETRY_DELAY)
+        if "error" in data:
+            raise ServerError(_message(data["error"]))
+        return data.get("task_alive") is True
+
+    def beat(self, run_id: str, task_id: int) -> bool:
+        """Renew the task's lease; False when the task is gone or refused."""
+        data = self.post(
+            "/api/beat", BeatRequest(self._password, self.worker_info, run_id, task_id)
+        )
+        return "error" not in data and data.get("task_alive") is True
+
+    def request_spsa(self, run_id: str, task_id: int) -> dict[str, Any]:
+        body = RequestSpsaRequest(self._password, self.worker_info, run_id, task_id)
+        data = self.post("/api/request_spsa", body)
+        if "error" in data:
+            raise ServerError(_message(data["error"]))
+        return data
+
+    def failed_task(self, run_id: str, task_id: int, message: str) -> dict[str, Any]:
+        body = FailedTaskRequest(self._password, self.worker_info, run_id, task_id, message)
+        return self.post("/api/failed_task", body)
+
+    def stop_run(self, run_id: str, task_id: int, message: str) -> dict[str, Any]:
+        body = StopRunRequest(self._password, self.worker_info, run_id, task_id, message)
+        return self.post("/api/stop_run", body)
+
+    def upload_pgn(self, run_id: str, task_id: int, pgn_base64: str) -> dict[str, Any]:
+        body = UploadPgnRequest(self._password, self.worker_info, run_id, task_id, pgn_base64)
+        return self.post("/api/upload_pgn", body)
+
+    def worker_log(
+        self, message: str, run_id: str | None = None, task_id: int | None = None
+    ) -> dict[str, Any]:
+        body = WorkerLogRequest(self._password, self.worker_info, message, run_id, task_id)
+        return self.post("/api/worker_log", body)
+
+
+def _message(error: object) -> str:
+    return error if isinstance(error, str) else repr(error)

@@ -1,0 +1,160 @@
+"""`arbiter demo`: the whole system on one machine, for a newcomer.
+
+Starts a server on a fresh SQLite database, creates a demo account and an
+approver, makes the sample engine repository (two branches around Debian's
+Stockfish, one stronger), submits and approves a short SPRT, runs a worker
+until the test is decided, and leaves the server up so the result can be
+looked at in a browser. Everything runs as real processes (`python -m
+arbiter ...`), exactly as a person would start them.
+"""
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+
+from arbiter.worker.sample_engine import find_stockfish, make_sample_repo
+
+ARBITER = (sys.executable, "-m", "arbiter")
+START_SECONDS = 60.0
+SPRT = {"elo0": 0.0, "elo1": 50.0}  # wide bounds: decided within a minute
+TC = "10+0.1"  # shown on the dashboard; the sample engine searches fixed nodes anyway
+
+
+def run_demo(*, port: int | None, directory: str | None, exit_when_done: bool) -> int:
+    real = find_stockfish()
+    missing = [tool for tool in ("git", "make") if shutil.which(tool) is None]
+    if real is None or missing:
+        needs = ", ".join([*missing, *([] if real else ["stockfish"])])
+        print(f"arbiter demo needs {needs}: apt-get install {needs}", file=sys.stderr)
+        return 1
+    root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="arbiter-demo-"))
+    root = root.absolute()
+    root.mkdir(parents=True, exist_ok=True)
+    _say(f"Demo files in {root}")
+    data = root / "server"
+    tokens = {"demo": _account(data, "demo"), "approver": _account(data, "approver", approver=True)}
+    server, url = _start_server(data, port or _free_port(), root / "server.log")
+    try:
+        repo = make_sample_repo(root / "engine-repo", real)
+        _say(f"Sample engine repository: {repo.url} ({repo.base_branch} vs {repo.new_branch})")
+        run_id = _submit(url, tokens["demo"], tokens["approver"], repo.url)
+        _say(f"SPRT {SPRT} at {TC}, submitted by 'demo' and approved by 'approver'.")
+        _say(f"Watch it at  {url}/tests/view/{run_id}")
+        _say("Starting a worker (its log: worker/worker.log); it exits when the test is done.\n")
+        _run_worker(url, tokens["demo"], root / "worker")
+        _summary(url, run_id)
+        if not exit_when_done:
+            _say(f"\nThe server keeps running at {url}/tests/view/{run_id} ; Ctrl-C to stop it.")
+            server.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.terminate()
+        server.wait(15)
+    return 0
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _arbiter(*args: str, stdin: str = "") -> str:
+    done = subprocess.run(  # noqa: S603 - our own command
+        [*ARBITER, *args], input=stdin, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"arbiter {args[0]} {args[1]} failed:\n{done.stderr}")
+    return done.stdout.strip()
+
+
+def _account(data: Path, name: str, *, approver: bool = False) -> str:
+    """Create an account with a random password; a worker token for it."""
+    flags = ["--approver"] if approver else []
+    _arbiter("users", "create", name, "--password-stdin", *flags, "--data-dir", str(data),
+             stdin=secrets.token_urlsafe(24) + "\n")  # fmt: skip
+    return _arbiter("users", "token", name, "--label", "demo", "--data-dir", str(data))
+
+
+def _start_server(data: Path, port: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    with log.open("wb") as sink:
+        server = subprocess.Popen(  # noqa: S603 - our own command
+            [*ARBITER, "serve", "--port", str(port), "--data-dir", str(data)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server did not start; see {log}")
+        try:
+            if httpx.get(f"{url}/api/active_runs", timeout=1.0).status_code == 200:
+                _say(f"Server running at {url} (log: {log})")
+                return server, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    server.terminate()
+    raise SystemExit(f"the server did not answer within {START_SECONDS:.0f} s; see {log}")
+
+
+def _submit(url: str, owner: str, approver: str, repo_url: str) -> str:
+    body: dict[str, Any] = {
+        "tests_repo": repo_url,
+        "base_tag": "master",
+        "new_tag": "stronger",
+        "tc": TC,
+        "sprt": SPRT,
+        "info": "arbiter demo: the same engine searching 5x more nodes per move",
+    }
+    reply = httpx.post(f"{url}/api/runs", json=body, headers=_bearer(owner), timeout=60.0)
+    if reply.status_code != 200:
+        raise SystemExit(f"submitting the run failed: {reply.text}")
+    run_id = str(reply.json()["run_id"])
+    approved = httpx.post(f"{url}/api/runs/{run_id}/approve", headers=_bearer(approver))
+    if approved.status_code != 200:
+        raise SystemExit(f"approving the run failed: {approved.text}")
+    return run_id
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+def _run_worker(url: str, token: str, directory: Path) -> None:
+    args = [
+        *ARBITER,
+        "worker",
+        "--server", url,
+        "--username", "demo",
+        "--token", token,
+        "--data-dir", str(directory),
+        "--fleet",
+    ]  # fmt: skip
+    subprocess.run(args, check=False, env={**os.environ})  # noqa: S603 - our own command
+
+
+def _summary(url: str, run_id: str) -> None:
+    run = httpx.get(f"{url}/api/get_run/{run_id}").json()
+    results = run["results"]
+    sprt = run["args"].get("sprt", {})
+    _say(
+        f"\nRun finished: {run['finished']}; SPRT {sprt.get('state') or 'undecided'} "
+        f"(LLR {sprt.get('llr', 0.0):.2f}); W {results['wins']} L {results['losses']} "
+        f"D {results['draws']}"
+    )

@@ -1,0 +1,103 @@
+"""The protocol client against a scripted server (httpx MockTransport)."""
+
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from arbiter.protocol.messages import SpsaResult, Stats
+from arbiter.worker.client import (
+    UPDATE_ATTEMPTS,
+    NotFoundError,
+    ServerError,
+    TransportError,
+)
+from arbiter.worker.errors import CredentialsError
+from tests.worker.fakes import RUN_ID, FakeServer
+
+STATS = Stats(1, 0, 1, 0, 0, [0, 0, 0, 1, 0])
+
+
+def test_request_version_checks_credentials() -> None:
+    server = FakeServer(lambda _p, _b: {"version": 325})
+    assert server.client().request_version() == 325
+    refused = FakeServer(
+        lambda _p, _b: httpx.Response(
+            401, json={"error": "/api/request_version: Invalid username or password."}
+        )
+    )
+    with pytest.raises(CredentialsError, match="Invalid username or password"):
+        refused.client().request_version()
+
+
+def test_every_body_is_valid_for_the_server() -> None:
+    server = FakeServer(
+        lambda _p, _b: {"task_alive": True, "w_params": [], "b_params": [], "sig": 1}
+    )
+    client = server.client()
+    client.request_task()
+    client.update_task(RUN_ID, 3, STATS, SpsaResult(1, 0, 1, 2, 99))
+    client.beat(RUN_ID, 3)
+    client.request_spsa(RUN_ID, 3)
+    client.failed_task(RUN_ID, 3, "broken")
+    client.stop_run(RUN_ID, 3, "wrong bench")
+    client.upload_pgn(RUN_ID, 3, "H4sI")
+    client.worker_log("hello")
+    client.worker_log("hello", RUN_ID, 3)
+    assert len(server.calls) == 9
+    update = server.calls[1][1]
+    assert update["password"] == "secret"
+    assert update["stats"]["pentanomial"] == [0, 0, 0, 1, 0]
+    assert update["spsa"]["sig"] == 99
+
+
+def test_update_task_retries_transport_failures() -> None:
+    failures = iter([httpx.ConnectError("down"), httpx.Response(502, text="Bad Gateway")])
+    waits: list[float] = []
+
+    def handler(_path: str, _body: dict[str, Any]) -> Any:
+        return next(failures, {"task_alive": True})
+
+    client = FakeServer(handler).client(wait=waits.append)
+    assert client.update_task(RUN_ID, 0, STATS) is True
+    assert waits == [15.0, 15.0]
+
+
+def test_update_task_gives_up_after_five_attempts() -> None:
+    server = FakeServer(lambda _p, _b: httpx.ReadTimeout("slow"))
+    with pytest.raises(TransportError, match="ReadTimeout"):
+        server.client().update_task(RUN_ID, 0, STATS)
+    assert len(server.calls) == UPDATE_ATTEMPTS
+
+
+def test_update_task_error_and_dead_task() -> None:
+    server = FakeServer(lambda _p, _b: {"task_alive": False, "error": "incompatible stats"})
+    with pytest.raises(ServerError, match="incompatible stats"):
+        server.client().update_task(RUN_ID, 0, STATS)
+    finished = FakeServer(lambda _p, _b: {"task_alive": False})
+    assert finished.client().update_task(RUN_ID, 0, STATS) is False
+
+
+def test_replies_that_are_not_json_objects() -> None:
+    for reply in (httpx.Response(503, text=""), httpx.Response(200, json=[1, 2])):
+        server = FakeServer(lambda _p, _b, r=reply: r)  # type: ignore[misc]
+        with pytest.raises(TransportError, match="not a JSON object"):
+            server.client().request_task()
+
+
+def test_contact_clock_and_beat() -> None:
+    now = [100.0]
+    server = FakeServer(lambda _p, _b: {"task_alive": False, "info": "task is not active"})
+    client = server.client(clock=lambda: now[0])
+    now[0] = 250.0
+    assert client.beat(RUN_ID, 1) is False
+    assert client.last_contact == 250.0
+
+
+def test_downloads() -> None:
+    server = FakeServer()
+    server.files["/api/book/a.epd"] = b"data"
+    client = server.client()
+    assert client.get("/api/book/a.epd") == b"data"
+    with pytest.raises(NotFoundError):
+        client.get("/api/nn/nn-000000000000.nnue")

@@ -1,0 +1,97 @@
+"""The configuration file and flags: merged, saved, resolved and checked."""
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from arbiter.worker.config import WorkerConfig, apply_flags, read_file, resolve, write_file
+from arbiter.worker.errors import ConfigError
+from arbiter.worker.host import Machine
+
+MACHINE = Machine(cpus=8, memory_mib=16384, machine_id="abc")
+GOOD = {"username": "alice", "password": "secret", "server": "http://127.0.0.1:8000/"}
+
+
+def configured(tmp_path: Path, **flags: str) -> tuple[WorkerConfig, list[str]]:
+    parser = read_file(tmp_path / "worker.ini")
+    apply_flags(parser, {**GOOD, **flags})
+    return resolve(parser, MACHINE, tmp_path)
+
+
+def test_defaults(tmp_path: Path) -> None:
+    parser = read_file(tmp_path / "worker.ini")
+    apply_flags(parser, GOOD)
+    config, notes = resolve(parser, MACHINE, tmp_path)
+    assert config.server == "http://127.0.0.1:8000"
+    assert (config.concurrency, config.max_memory, config.min_threads) == (3, 8192, 1)
+    assert config.fleet is False
+    assert config.compiler == ""
+    assert len(config.uuid_prefix) == 8
+    assert notes == []
+
+
+def test_flags_are_saved_and_reused(tmp_path: Path) -> None:
+    path = tmp_path / "worker.ini"
+    parser = read_file(path)
+    apply_flags(parser, {**GOOD, "concurrency": "MAX", "fleet": "true", "uuid_prefix": "box1"})
+    write_file(path, parser)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # it holds the password
+    again = read_file(path)
+    apply_flags(again, {"username": None, "min_threads": "2"})
+    config, _ = resolve(again, MACHINE, tmp_path)
+    assert (config.username, config.password) == ("alice", "secret")
+    assert (config.concurrency, config.fleet, config.uuid_prefix, config.min_threads) == (
+        8,
+        True,
+        "box1",
+        2,
+    )
+
+
+def test_the_hardware_prefix_is_stable_per_directory(tmp_path: Path) -> None:
+    path = tmp_path / "worker.ini"
+    parser = read_file(path)
+    apply_flags(parser, GOOD)
+    write_file(path, parser)
+    first, _ = resolve(read_file(path), MACHINE, tmp_path)
+    second, _ = resolve(read_file(path), MACHINE, tmp_path)
+    other, _ = resolve(read_file(path), MACHINE, tmp_path / "elsewhere")
+    assert first.uuid_prefix == second.uuid_prefix != other.uuid_prefix
+
+
+def test_memory_clamps_concurrency(tmp_path: Path) -> None:
+    config, notes = configured(tmp_path, concurrency="6", max_memory="1300")
+    assert config.concurrency == 2  # (1300 - 444) // 396
+    assert notes == ["concurrency reduced from 6 to 2 by max_memory"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"username": ""}, "username"),
+        ({"username": "a-b"}, "username"),
+        ({"password": ""}, "password"),
+        ({"server": "ftp://x"}, "server"),
+        ({"server": ""}, "server"),
+        ({"concurrency": "0"}, "at least 1"),
+        ({"concurrency": "9"}, "8 cores"),
+        ({"concurrency": "8"}, "write MAX"),
+        ({"max_memory": "MAX*2"}, "max_memory"),
+        ({"max_memory": "800"}, "too little"),
+        ({"min_threads": "zero"}, "min_threads"),
+        ({"uuid_prefix": "a"}, "uuid_prefix"),
+        ({"uuid_prefix": "bad-prefix"}, "uuid_prefix"),
+        ({"fleet": "perhaps"}, "fleet"),
+        ({"compiler": "icc"}, "compiler"),
+    ],
+)
+def test_bad_values_name_the_setting(tmp_path: Path, flags: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        configured(tmp_path, **flags)
+
+
+def test_a_broken_file_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "worker.ini").write_text("this is not [ini")
+    with pytest.raises(ConfigError, match="not a valid configuration file"):
+        read_file(tmp_path / "worker.ini")
