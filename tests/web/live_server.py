@@ -32,11 +32,19 @@ class Server:
 
 
 def start_server(
-    data_dir: Path, database_url: str = "", extra_env: dict[str, str] | None = None
+    data_dir: Path,
+    database_url: str = "",
+    extra_env: dict[str, str] | None = None,
+    *,
+    port: int | None = None,
+    cpus: str = "",
 ) -> Server:
-    port = free_port()
+    """`cpus` pins the process (taskset list, e.g. "0"); `port` reuses a port (restarts)."""
+    port = port or free_port()
     env = {**os.environ, **CHEAP_HASHING, **(extra_env or {})}
+    pin = ["taskset", "-c", cpus] if cpus else []
     args = [
+        *pin,
         sys.executable,
         "-m",
         "arbiter",
@@ -53,7 +61,11 @@ def start_server(
     with log.open("w") as sink:
         process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
     server = Server(process, f"http://127.0.0.1:{port}", log)
-    wait_until_serving(server)
+    try:
+        wait_until_serving(server)
+    except BaseException:
+        stop(server)
+        raise
     return server
 
 
@@ -63,7 +75,7 @@ def wait_until_serving(server: Server, timeout: float = 30.0) -> None:
         if server.process.poll() is not None:
             raise AssertionError(f"server exited early:\n{server.output()}")
         try:
-            if httpx.get(server.url + "/tests", timeout=1.0).status_code == 200:
+            if httpx.get(server.url + "/api/active_runs", timeout=1.0).status_code == 200:
                 return
         except httpx.TransportError:
             time.sleep(0.05)

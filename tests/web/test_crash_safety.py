@@ -7,6 +7,7 @@ acknowledged, or the one update in flight whose reply was lost; and the run's
 totals must equal the sum over its tasks (start-up recomputes and checks them).
 """
 
+import asyncio
 import signal
 import threading
 import time
@@ -17,6 +18,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
+from bench import faults
 from tests.web.live_server import (
     Server,
     create_token,
@@ -180,3 +182,20 @@ def test_acknowledged_updates_survive_kill_9(
         assert run["results"]["pentanomial"][3] == sum(task["pentanomial"][3] for task in tasks)
     finally:
         stop(restarted)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_kill_9_loop_under_a_fleet_loses_and_doubles_nothing(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    """bench/faults.py's kill loop, short: a simulated fleet (request_task, beats,
+    failed tasks, disconnects) plays through 3 kills and restarts on the same port;
+    the ledger of acknowledged results must then equal the server's totals."""
+    args = ["kill", "--cycles", "3", "--workers", "60", "--speedup", "30", "--ramp", "2"]
+    args += ["--runs", "2", "--users", "2", "--no-pin"]
+    if backend == "postgresql":
+        args += ["--database-url", request.getfixturevalue("postgres_database_url")]
+    lines, failed = asyncio.run(faults.kill_loop(faults.parse_args(args)))
+    assert failed == [], lines
+    assert "equal the ledger exactly" in "\n".join(lines)

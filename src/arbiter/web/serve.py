@@ -11,6 +11,7 @@ import sys
 
 import uvicorn
 from sqlalchemy.engine import make_url
+from starlette.types import ASGIApp
 
 from arbiter.admin import settings_from_args
 from arbiter.web.app import create_app
@@ -53,18 +54,22 @@ def serve_command(args: argparse.Namespace) -> int:
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     print(banner(settings), flush=True)
-    config = uvicorn.Config(
+    server = uvicorn.Server(uvicorn_config(app, settings.host, settings.port, settings.log_level))
+    server.run()
+    return 0 if server.started else 1
+
+
+def uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str) -> uvicorn.Config:
+    """The one uvicorn setup (bench/ serves its raw-ASGI baseline with it too)."""
+    return uvicorn.Config(
         app,
-        host=settings.host,
-        port=settings.port,
+        host=host,
+        port=port,
         loop="uvloop",
         http="httptools",
         backlog=BACKLOG,
         timeout_keep_alive=75,  # longer than a worker's 30 s request timeout
-        log_level=settings.log_level,
+        log_level=log_level,
         access_log=False,
         proxy_headers=True,
     )
-    server = uvicorn.Server(config)
-    server.run()
-    return 0 if server.started else 1

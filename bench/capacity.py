@@ -1,0 +1,235 @@
+"""Capacity benchmarks (issue 7): idle connections held, and request_task throughput.
+
+Run:
+  .venv/bin/python bench/capacity.py idle --connections 19000 [--hold 30] [--write]
+  .venv/bin/python bench/capacity.py assign --runs 100 [--seconds 20] [--concurrency 64] [--write]
+
+idle: open N keep-alive connections to one primary (each makes one real
+  request_version), hold them, then prove every one is still served by a second
+  request on it. RSS per connection is compared with the raw-ASGI hello server
+  holding the same N in the same run.
+assign: 100 approved runs, then a closed loop of new machines asking for work
+  (a caller told "too busy" pauses 20 ms):
+  assignments per second, "too busy" replies, and no task handed out twice.
+  The same loop against the hello server gives the ratio's denominator.
+Server pinned to CPU 0, this generator to CPU 1. Exit status 1 when a gate fails.
+"""
+
+import argparse
+import asyncio
+import json
+import random
+import shlex
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import msgspec
+import uvloop
+
+from bench import harness
+from bench.fleetsim import clock, worker_info
+from bench.httpclient import Connection, HttpError, Pool, encode_request
+from tests.web.live_server import Server
+
+_decode = msgspec.json.Decoder().decode
+BATCH = 500  # connections opened at once (the kernel's accept queue is 4096 here)
+BUSY_PAUSE = 0.02  # s a caller waits after "too busy" (real workers wait 15 s and more)
+
+
+# ---------------------------------------------------------------- idle connections
+
+
+async def hold(server: Server, token: str, count: int, seconds: float) -> dict[str, float]:
+    """Open `count` connections, one request each; hold; one more request each."""
+    port = harness.port_of(server)
+    body = json.dumps({"password": token, "worker_info": {"username": "fleet0"}}).encode()
+    request = encode_request("POST", "/api/request_version", body)
+    before = harness.rss_kib(server.process.pid)
+    connections: list[Connection] = []
+    failures = 0
+
+    async def open_one() -> None:
+        nonlocal failures
+        try:
+            connection = await Connection.open("127.0.0.1", port)
+            connection.send(request)
+            reply = await connection.read_response()
+            if reply.status != 200:
+                failures += 1
+            connections.append(connection)
+        except HttpError:
+            failures += 1
+
+    for start in range(0, count, BATCH):
+        await asyncio.gather(*(open_one() for _ in range(min(BATCH, count - start))))
+    held = harness.rss_kib(server.process.pid)
+    await asyncio.sleep(seconds)
+
+    async def again(connection: Connection) -> bool:
+        try:
+            connection.send(request)
+            return (await connection.read_response()).status == 200
+        except HttpError:
+            return False
+
+    alive = 0
+    for start in range(0, len(connections), BATCH):
+        batch = connections[start : start + BATCH]
+        alive += sum(await asyncio.gather(*(again(c) for c in batch)))
+    for connection in connections:
+        connection.close()
+    return {
+        "opened": len(connections),
+        "failures": failures,
+        "alive_after_hold": alive,
+        "rss_before_kib": before,
+        "rss_held_kib": held,
+        "kib_per_connection": (held - before) / max(1, len(connections)),
+    }
+
+
+async def idle(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    with harness.scratch_dir("arbiter-idle-") as scratch:
+        accounts = harness.create_accounts(scratch / "data", "", 1)
+        token = accounts.workers[0][1]
+        with harness.running(harness.start_hello(scratch)) as hello:
+            base = await hold(hello, token, args.connections, args.hold)
+        print(json.dumps({"baseline": base}), flush=True)
+        with harness.running(harness.start_arbiter(scratch / "data")) as server:
+            mine = await hold(server, token, args.connections, args.hold)
+        print(json.dumps({"arbiter": mine}), flush=True)
+    ratio = mine["kib_per_connection"] / max(base["kib_per_connection"], 1e-9)
+    lines = [
+        f"- Connections opened and served: {mine['opened']:.0f} of {args.connections}"
+        f" (failures {mine['failures']:.0f}); still served after {args.hold:g} s idle:"
+        f" {mine['alive_after_hold']:.0f} (goal >= 19,000).",
+        f"- Server RSS {mine['rss_before_kib'] / 1024:.0f} MiB before,"
+        f" {mine['rss_held_kib'] / 1024:.0f} MiB holding them:"
+        f" {mine['kib_per_connection']:.1f} KiB per connection"
+        f" (hello baseline {base['kib_per_connection']:.1f} KiB; ratio {ratio:.2f}, target <= 1.2;"
+        " reference: 5.2-6.6 KB per socket for uvicorn + httptools).",
+    ]
+    failed = [] if mine["alive_after_hold"] >= args.connections else ["connections lost"]
+    return lines, failed
+
+
+# ---------------------------------------------------------------- assignment throughput
+
+
+async def assign_loop(
+    server: Server, tokens: list[tuple[str, str]], args: argparse.Namespace
+) -> dict[str, float]:
+    """Closed loop: `concurrency` callers, each a new machine per request_task."""
+    pool = Pool("127.0.0.1", harness.port_of(server), args.concurrency)
+    seen: set[tuple[str, int]] = set()
+    counts = {"requests": 0.0, "assignments": 0.0, "too_busy": 0.0, "duplicates": 0.0}
+    counts["errors"] = 0.0
+    serial = 0
+    stop_at = clock() + args.seconds
+
+    async def caller(rng_seed: int) -> None:
+        nonlocal serial
+        rng = random.Random(rng_seed)
+        while clock() < stop_at:
+            serial += 1
+            username, token = tokens[serial % len(tokens)]
+            info = worker_info(username, f"a{serial:x}"[-8:], rng)
+            body = msgspec.json.encode({"password": token, "worker_info": info})
+            address = f"10.{serial >> 16 & 255}.{serial >> 8 & 255}.{serial & 255}"
+            headers = {"x-forwarded-for": address}
+            try:
+                response = await pool.request("POST", "/api/request_task", body, headers)
+            except HttpError:
+                counts["errors"] += 1
+                continue
+            counts["requests"] += 1
+            reply = _decode(response.body)
+            if response.status != 200:
+                counts["errors"] += 1
+            elif "task_id" in reply:
+                key = (reply["run"]["_id"], int(reply["task_id"]))
+                counts["duplicates"] += key in seen
+                seen.add(key)
+                counts["assignments"] += 1
+            elif "too busy" in str(reply.get("info", "")):
+                counts["too_busy"] += 1
+                await asyncio.sleep(BUSY_PAUSE)  # a worker backs off; only briefly here
+
+    cpu = harness.cpu_seconds(server.process.pid)
+    started = clock()
+    await asyncio.gather(*(caller(i) for i in range(args.concurrency)))
+    elapsed = clock() - started
+    pool.close()
+    counts["seconds"] = elapsed
+    counts["server_cpu"] = harness.cpu_seconds(server.process.pid) - cpu
+    return counts
+
+
+async def assign(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    with harness.scratch_dir("arbiter-assign-") as scratch:
+        data = scratch / "data"
+        accounts = harness.create_accounts(data, args.database_url, args.users)
+        repo = harness.make_repo(scratch / "repo")
+        with harness.running(harness.start_hello(scratch)) as hello:
+            base = await assign_loop(hello, accounts.workers, args)
+        print(json.dumps({"baseline": base}), flush=True)
+        with harness.running(harness.start_arbiter(data, args.database_url)) as server:
+            harness.submit_runs(server.url, accounts, repo, args.runs)
+            mine = await assign_loop(server, accounts.workers, args)
+            crashes = harness.server_errors(server)
+        print(json.dumps({"arbiter": mine}), flush=True)
+    rate, base_rate = mine["assignments"] / mine["seconds"], base["requests"] / base["seconds"]
+    busy = mine["too_busy"] / max(1.0, mine["requests"])
+    lines = [
+        f"- {args.runs} active runs, {args.concurrency} concurrent callers, each call a new"
+        f" machine, {args.seconds:g} s ({'PostgreSQL' if args.database_url else 'SQLite'}).",
+        f"- Assignments: {rate:.0f}/s (goal >= 2,000/s; reference: one global lock at about"
+        f" 15 ms, <= ~66/s); raw-ASGI hello POST rate in the same run {base_rate:.0f}/s,"
+        f" ratio {rate / base_rate:.3f} (target >= 0.2).",
+        f'- "Too busy" replies: {busy * 100:.1f}% of calls; errors: {mine["errors"]:.0f};'
+        f" tasks handed out twice: {mine['duplicates']:.0f}; unhandled server exceptions:"
+        f" {len(crashes)}.",
+        f"- Server CPU: {mine['server_cpu'] / max(1.0, mine['assignments']) * 1000:.2f} ms per"
+        " assignment.",
+    ]
+    failed = crashes + (["duplicate assignments"] if mine["duplicates"] else [])
+    return lines, failed
+
+
+SCENARIOS = {"idle": idle, "assign": assign}
+TITLES = {"idle": "Idle connections held by one process", "assign": "request_task throughput"}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("--connections", type=int, default=19_000, help="idle: sockets")
+    parser.add_argument("--hold", type=float, default=30.0, help="idle: seconds held")
+    parser.add_argument("--runs", type=int, default=100, help="assign: active runs")
+    parser.add_argument("--seconds", type=float, default=20.0, help="assign: duration")
+    parser.add_argument("--concurrency", type=int, default=16, help="assign: callers")
+    parser.add_argument("--users", type=int, default=8)
+    parser.add_argument("--database-url", default="", help="assign: PostgreSQL URL")
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    harness.pin_self_to_client_core()
+    lines, failed = uvloop.run(SCENARIOS[args.scenario](args))
+    command = "python bench/capacity.py " + shlex.join(a for a in sys.argv[1:] if a != "--write")
+    body = "\n".join([*lines, f"- Machine: {harness.machine()}.", "", f"Command: `{command}`"])
+    print(body)
+    if args.write:
+        harness.write_section(f"capacity-{args.scenario}", TITLES[args.scenario], body)
+    for line in failed[:20]:
+        print("FAIL:", line, file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""Fault benchmarks (issue 7): kill -9 loops, a restart storm, a PostgreSQL restart.
+
+Run:
+  .venv/bin/python bench/faults.py kill --cycles 100 [--workers 300] [--database-url URL] [--write]
+  .venv/bin/python bench/faults.py storm --workers 10000 [--write]
+  .venv/bin/python bench/faults.py postgres [--workers 300] [--write]
+
+kill: the simulated fleet (bench/fleetsim.py) plays against a primary that is
+  SIGKILLed at random moments and restarted on the same port; at the end the
+  server's run totals must equal the client's ledger of acknowledged results
+  exactly (nothing acknowledged lost, nothing counted twice). Each restart's
+  time from process start to the first served request is recorded.
+storm: a fleet at cadence x4 is running when the primary is killed and
+  restarted; measured: from the restart until every worker had a reply
+  acknowledged again, and whether any reply was not JSON.
+postgres: a fleet plays against a primary on its own PostgreSQL cluster, which
+  is stopped and started again under load: the server must stay up, answer
+  only JSON (retryable 503s while the database is away), and recover.
+Exit status 1 when a gate fails.
+"""
+
+import argparse
+import asyncio
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import uvloop
+
+from bench import harness
+from bench.fleet import reconcile
+from bench.fleetsim import Cadence, Chaos, Fleet, FleetConfig, clock, percentile
+from bench.httpclient import Pool
+from tests.web.live_server import Server, free_port, stop
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+@dataclass
+class Arena:
+    """A primary on a fixed port and the fleet playing against it."""
+
+    data: Path
+    database_url: str
+    port: int
+    server: Server
+    run_ids: list[str]
+    fleet: Fleet
+    pools: list[Pool]
+    pin: bool = True
+    restarts: list[float] = field(default_factory=list)  # s from start to first reply
+
+    def close(self) -> None:
+        for pool in self.pools:
+            pool.close()
+        stop(self.server)
+
+    def restart(self, kill: bool = True) -> None:
+        """SIGKILL (or SIGTERM) the primary and start it again on the same port."""
+        if kill:
+            self.server.process.kill()
+            self.server.process.wait()
+        else:
+            stop(self.server)
+        started = time.monotonic()
+        self.server = harness.start_arbiter(self.data, self.database_url, self.port, pin=self.pin)
+        self.restarts.append(time.monotonic() - started)
+
+
+async def open_arena(
+    scratch: Path, args: argparse.Namespace, database_url: str, chaos: Chaos
+) -> Arena:
+    data = scratch / "data"
+    accounts = harness.create_accounts(data, database_url, args.users)
+    repo = harness.make_repo(scratch / "repo")
+    port = free_port()
+    server = harness.start_arbiter(data, database_url, port, pin=not args.no_pin)
+    run_ids = harness.submit_runs(server.url, accounts, repo, args.runs)
+    config = FleetConfig(
+        workers=args.workers,
+        cadence=Cadence.real(args.speedup),
+        chaos=chaos,
+        tokens=accounts.workers,
+        ramp=args.ramp,
+        update_tries=args.update_tries,
+    )
+    pools = [Pool("127.0.0.1", port, 1) for _ in range(args.workers)]
+    fleet = Fleet(config, lambda index: pools[index])
+    fleet.recorder.window_start = 0.0
+    return Arena(data, database_url, port, server, run_ids, fleet, pools, pin=not args.no_pin)
+
+
+def errors_text(fleet: Fleet) -> str:
+    items = sorted(fleet.recorder.errors.items(), key=lambda item: -item[1])
+    return ", ".join(f"{endpoint} {kind}: {n}" for (endpoint, kind), n in items) or "none"
+
+
+# ---------------------------------------------------------------- kill -9 loop
+
+
+async def kill_loop(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    rng = random.Random(args.seed)
+    with harness.scratch_dir("arbiter-kill-") as scratch:
+        arena = await open_arena(scratch, args, args.database_url, Chaos())
+        crashes: list[str] = []
+
+        async def faults() -> None:
+            for _ in range(args.cycles):
+                await asyncio.sleep(rng.uniform(args.min_gap, args.max_gap))
+                crashes.extend(harness.server_errors(arena.server))
+                await asyncio.to_thread(arena.restart)
+
+        seconds = args.ramp + args.cycles * (args.max_gap + 5.0) + 60.0
+        playing = asyncio.create_task(arena.fleet.run_until(clock() + seconds))
+        await asyncio.sleep(args.ramp)
+        await faults()
+        await asyncio.sleep(5.0)  # a quiet spell: in-doubt updates get retried
+        arena.fleet.stop_at = clock()
+        await playing
+        problems = reconcile(arena.server.url, arena.fleet, arena.run_ids)
+        crashes.extend(harness.server_errors(arena.server))
+        arena.close()
+    restarts = sorted(arena.restarts)
+    acked = sum(1 for entry in arena.fleet.ledger.tasks.values() if sum(entry.acked[3]))
+    lines = [
+        f"- kill -9 cycles: {len(restarts)} (gaps U({args.min_gap:g}, {args.max_gap:g}) s) under"
+        f" {args.workers} workers at cadence x{args.speedup:g}"
+        f" ({'PostgreSQL' if args.database_url else 'SQLite'}).",
+        f"- Ledger: {len(arena.fleet.ledger.tasks)} tasks, {acked} with acknowledged games;"
+        f" server totals {'equal' if not problems else 'DIFFER FROM'} the ledger"
+        f"{' exactly (0 lost, 0 double-counted)' if not problems else ''}.",
+        f"- Serving after start (process start to first reply): min {restarts[0]:.2f} s,"
+        f" median {statistics.median(restarts):.2f} s, max {restarts[-1]:.2f} s (goal <= 2 s).",
+        f"- Replies that were not JSON: {arena.fleet.recorder.non_json}; unhandled server"
+        f" exceptions: {len(crashes)}.",
+        "- Client-side errors by kind (transport errors are the kills):"
+        f" {errors_text(arena.fleet)}.",
+    ]
+    failed = problems + crashes
+    if arena.fleet.recorder.non_json:
+        failed.append("non-JSON replies")
+    return lines, failed
+
+
+# ---------------------------------------------------------------- restart storm
+
+
+async def storm(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    with harness.scratch_dir("arbiter-storm-") as scratch:
+        arena = await open_arena(scratch, args, args.database_url, Chaos(0.0, 0.0, 0.0))
+        playing = asyncio.create_task(arena.fleet.run_until(clock() + 3600.0))
+        await asyncio.sleep(args.ramp + args.settle)
+        fleet = arena.fleet
+        fleet.recorder.errors.clear()
+        error_times: list[float] = []
+        fleet.recorder.error_times = error_times
+        fleet.mark = clock()
+        await asyncio.to_thread(arena.restart, not args.graceful)
+        started = clock()
+        fleet.recorder.latencies.clear()
+        fleet.recorder.window_start = started
+        while len(fleet.alive_after) < args.workers and clock() - started < args.limit:
+            await asyncio.sleep(0.5)
+        back = clock() - started
+        fleet.stop_at = clock()
+        await playing
+        crashes = harness.server_errors(arena.server)
+        problems = reconcile(arena.server.url, fleet, arena.run_ids)
+        arena.close()
+    how = "SIGTERM" if args.graceful else "kill -9"
+    last_error = max(error_times, default=started) - started
+    after = [v for series in fleet.recorder.latencies.values() for v in series]
+    p99 = percentile(after, 99) * 1000
+    lines = [
+        f"- {args.workers} workers at cadence x{args.speedup:g}; primary stopped with {how} and"
+        f" restarted ({arena.restarts[0]:.2f} s from process start to first reply).",
+        f"- Last failed request {last_error:.1f} s after the restart (goal: steady state <= 60 s);"
+        f" p99 of all requests sent after the restart {p99:.1f} ms.",
+        f"- Every worker had a reply acknowledged again {back:.1f} s after the restart"
+        f" ({len(fleet.alive_after)}/{args.workers} workers; bounded below by the cadence: a"
+        f" worker's next request is up to 1.5 x {120 / args.speedup:g} s away).",
+        f"- Replies that were not JSON: {fleet.recorder.non_json}; unhandled server exceptions:"
+        f" {len(crashes)}; ledger {'exact' if not problems else 'DIFFERS'}.",
+        f"- Client-side errors by kind from the stop on: {errors_text(fleet)}.",
+    ]
+    failed = problems + crashes
+    if fleet.recorder.non_json or len(fleet.alive_after) < args.workers or last_error > 60:
+        failed.append("non-JSON replies, workers not back or errors past 60 s")
+    return lines, failed
+
+
+# ---------------------------------------------------------------- PostgreSQL restart
+
+
+def pg_ctl(directory: Path, *args: str) -> None:
+    subprocess.run(
+        ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(directory), *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+def pg_start(directory: Path, port: int) -> None:
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {directory} -c max_connections=300"
+    pg_ctl(directory, "-l", str(directory / "server.log"), "-w", "-o", options, "start")
+
+
+async def postgres_restart(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    root = harness.ROOT
+    with harness.scratch_dir("arbiter-pgfault-") as scratch:
+        scratch.chmod(0o755)  # the cluster belongs to the postgres user
+        cluster, port = scratch / "pg", free_port()
+        started = subprocess.run(
+            [str(root / "scripts" / "postgres"), "start", str(cluster), str(port)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        url = started.stdout.strip()
+        # Our own settings (fsync on): stop the scripts' instance, start ours.
+        pg_ctl(cluster, "-m", "fast", "-w", "stop")
+        pg_start(cluster, port)
+        try:
+            lines, failed = await _postgres_under_load(scratch, args, cluster, port, url)
+        finally:
+            subprocess.run([str(root / "scripts" / "postgres"), "stop", str(cluster)], check=False)
+    return lines, failed
+
+
+async def _postgres_under_load(
+    scratch: Path, args: argparse.Namespace, cluster: Path, port: int, url: str
+) -> tuple[list[str], list[str]]:
+    arena = await open_arena(scratch, args, url, Chaos(0.0, 0.0, 0.0))
+    fleet = arena.fleet
+    playing = asyncio.create_task(fleet.run_until(clock() + 3600.0))
+    await asyncio.sleep(args.ramp + args.settle)
+    fleet.recorder.errors.clear()
+    error_times: list[float] = []
+    fleet.recorder.error_times = error_times
+    await asyncio.to_thread(pg_ctl, cluster, "-m", "fast", "-w", "stop")
+    await asyncio.sleep(args.outage)
+    await asyncio.to_thread(pg_start, cluster, port)
+    back = clock()
+    fleet.mark = back
+    fleet.alive_after.clear()
+    await asyncio.sleep(args.settle)
+    fleet.stop_at = clock()
+    await playing
+    alive = arena.server.process.poll() is None
+    crashes = harness.server_errors(arena.server)
+    problems = reconcile(arena.server.url, fleet, arena.run_ids)
+    arena.close()
+    last_error = max((t for t in error_times if t >= back), default=back)
+    first_ack = min(fleet.alive_after.values(), default=float("nan")) - back
+    kinds = {kind for (_, kind) in fleet.recorder.errors}
+    unexpected = sorted(k for k in kinds if "503" not in k)
+    lines = [
+        f"- {args.workers} workers at cadence x{args.speedup:g} on PostgreSQL 15 (fsync on);"
+        f" the database was stopped (pg_ctl -m fast) for {args.outage:g} s under load.",
+        f"- Server process {'stayed up' if alive else 'DIED'}; replies that were not JSON:"
+        f" {fleet.recorder.non_json}; error kinds other than JSON 503:"
+        f" {', '.join(unexpected) or 'none'}; unhandled server exceptions logged: {len(crashes)}.",
+        f"- Recovery: the last error came {last_error - back:.2f} s after the database was back"
+        f" (goal <= 10 s), the first acknowledged reply {first_ack:.2f} s after;"
+        f" {len(fleet.alive_after)} workers had replies acknowledged afterwards;"
+        f" ledger {'exact' if not problems else 'DIFFERS'}.",
+        f"- Client-side errors by kind: {errors_text(fleet)}.",
+    ]
+    failed = problems + unexpected
+    if not alive or fleet.recorder.non_json or last_error - back > 10.0:
+        failed.append("server died, non-JSON replies or slow recovery")
+    return lines, failed
+
+
+# ---------------------------------------------------------------- main
+
+SCENARIOS = {"kill": kill_loop, "storm": storm, "postgres": postgres_restart}
+TITLES = {
+    "kill": "Faults: kill -9 loop",
+    "storm": "Faults: restart storm",
+    "postgres": "Faults: PostgreSQL restart under load",
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("--workers", type=int, default=300)
+    parser.add_argument("--speedup", type=float, default=20.0)
+    parser.add_argument("--cycles", type=int, default=100, help="kill: kill -9 cycles")
+    parser.add_argument("--min-gap", type=float, default=1.0, help="kill: s between kills, min")
+    parser.add_argument("--max-gap", type=float, default=4.0, help="kill: s between kills, max")
+    parser.add_argument("--ramp", type=float, default=10.0, help="s for the fleet to start")
+    parser.add_argument("--settle", type=float, default=20.0, help="storm/postgres: s of load")
+    parser.add_argument("--limit", type=float, default=180.0, help="storm: give up after (s)")
+    parser.add_argument("--graceful", action="store_true", help="storm: SIGTERM, not kill -9")
+    parser.add_argument("--outage", type=float, default=5.0, help="postgres: s stopped")
+    parser.add_argument("--update-tries", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--users", type=int, default=4)
+    parser.add_argument("--database-url", default="", help="kill/storm: PostgreSQL URL")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-pin", action="store_true", help="do not pin the server (tests)")
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    harness.pin_self_to_client_core()
+    lines, failed = uvloop.run(SCENARIOS[args.scenario](args))
+    command = "python bench/faults.py " + shlex.join(a for a in sys.argv[1:] if a != "--write")
+    body = "\n".join([*lines, f"- Machine: {harness.machine()}.", "", f"Command: `{command}`"])
+    print(body)
+    if args.write:
+        harness.write_section(f"faults-{args.scenario}", TITLES[args.scenario], body)
+    for line in failed[:20]:
+        print("FAIL:", line, file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The fleet simulator as a correctness check (not a timing one): a few hundred
+workers with chaos against a real primary, then the client's ledger of
+acknowledged results must equal the server's run totals exactly, with no
+server error and no reply that is not JSON. The full benchmark is
+bench/fleet.py (docs/benchmarks.md)."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from bench import harness
+from bench.fleet import Options, Setup, arbiter_phase
+from bench.fleetsim import Cadence, Chaos, FleetConfig
+
+WORKERS = 150
+SECONDS = 15.0
+# Updates every second, beats every two: tasks end, fail and crash within the run.
+SPEEDUP = 60.0
+CHAOS = Chaos(disconnect=0.01, failed_task=0.1, crash=0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_fleet_ledger_equals_server_totals(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest, repo_url: str
+) -> None:
+    database_url = ""
+    if backend == "postgresql":
+        database_url = request.getfixturevalue("postgres_database_url")
+    data = tmp_path / "data"
+    accounts = harness.create_accounts(data, database_url, users=3)
+    options = Options(WORKERS, SECONDS, SPEEDUP, ramp=2.0, connections=WORKERS, chaos=True)
+    config = FleetConfig(
+        workers=WORKERS,
+        cadence=Cadence.real(SPEEDUP),
+        chaos=CHAOS,
+        tokens=accounts.workers,
+        ramp=options.ramp,
+        batches_per_update=3,  # tasks of 10 updates: they end during the run
+    )
+    setup = Setup(data, database_url, accounts, repo_url, runs=3, pin=False)
+
+    phase, fleet, problems, crashes = asyncio.run(arbiter_phase(setup, config, options))
+
+    assert (problems, phase.errors) == ([], {})
+    assert crashes == []
+    assert phase.non_json == 0
+    assert phase.events.get("abrupt disconnects", 0) > 0
+    # Workers moved on to new tasks (finished, failed or crashed ones), and most
+    # tasks had results acknowledged: the ledger is not trivially empty.
+    assert len(fleet.ledger.tasks) > WORKERS * 1.1
+    played = [entry for entry in fleet.ledger.tasks.values() if entry.acked[0] + entry.acked[2]]
+    assert len(played) > WORKERS * 0.8
