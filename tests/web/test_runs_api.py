@@ -544,18 +544,27 @@ def test_purge_refusals(api: TestClient, repo_url: str, by: str, status: int) ->
         assert reply.json()["error"].endswith("run: SPSA runs cannot be purged.")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="auto_purge is stored but never applied: a finishing run does not purge (ref. 8)",
-)
-def test_auto_purge_purges_when_the_run_finishes(api: TestClient, repo_url: str) -> None:
+def test_auto_purge_takes_out_bad_tasks_and_the_run_goes_on(api: TestClient, repo_url: str) -> None:
     run_id, crashed = crashed_task(api, repo_url, num_games=8, auto_purge=True)
     task_id = int(take_task(api, key="efgh")["task_id"])  # the 4 games left
     body = worker_body(key="efgh", run_id=run_id, task_id=task_id, stats=wire(pairs(ww=2)))
     assert post(api, "/api/update_task", body)[1]["task_alive"] is False
-    assert stored_run(api, run_id).wins == 5  # all 8 games played: the run finished
     assert stored_task(api, run_id, crashed).bad
+    run = stored_run(api, run_id)
+    # 8 games were played, the crashed task's 4 were purged: 4 more are needed.
+    assert (run.wins, run.losses, run.draws, run.finished) == (4, 0, 0, False)
+    logged = actions(api)[0]
+    assert (logged["action"], logged["message"]) == ("purge_run", "auto-purged 1 task(s)")
+    assert take_task(api, key="ijkl")["run"]["_id"] == run_id
+
+
+def test_auto_purge_on_stop_leaves_bad_results_out(api: TestClient, repo_url: str) -> None:
+    run_id, crashed = crashed_task(api, repo_url, num_games=2000, auto_purge=True)
+    assert call(api, f"/api/runs/{run_id}/stop", "alice")[0] == 200
+    run = stored_run(api, run_id)
+    assert (run.finished, run.wins + run.losses + run.draws) == (True, 0)
+    assert stored_task(api, run_id, crashed).bad
+    assert [entry["action"] for entry in actions(api)[:2]] == ["stop_run", "purge_run"]
 
 
 def test_delete_hides_the_run(api: TestClient, repo_url: str) -> None:

@@ -17,6 +17,7 @@ from arbiter.domain.errors import BadRequest, Unauthorized
 from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import run_label
 from arbiter.domain.runs.outcome import finish, is_decided, run_action
+from arbiter.domain.runs.purging import auto_purge_action, auto_purges, purge_into
 from arbiter.domain.runs.registry import Change, RunContext, RunState
 from arbiter.domain.runs.spsa_steps import apply_spsa_result, perturbation
 from arbiter.domain.runs.totals import games_played
@@ -122,6 +123,10 @@ class ResultIngest:
         change = Change(run)
         change.save_task(task, new_task)
         change.run = history.record(_advance_sprt(change.run))
+        if is_decided(change.run) and auto_purges(change.run):
+            count = purge_into(state, change)
+            if count:  # the run goes on if the purge took its decision away
+                change.log.append(auto_purge_action(change.run, now, count))
         if is_decided(change.run):
             finish(state, change, now=now, by="", message=_finish_message(change.run))
         return change

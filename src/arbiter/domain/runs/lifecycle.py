@@ -16,13 +16,11 @@ from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
 from arbiter.domain.git import resolve_refs
 from arbiter.domain.modify_rules import Modifiable, RunFacts, RunKind, apply_modification
 from arbiter.domain.run_args import parse_run_args
-from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import build_args, new_run_id, new_run_record
 from arbiter.domain.runs.outcome import finish, is_undecided, run_action
+from arbiter.domain.runs.purging import auto_purge_action, auto_purges, purge_into
 from arbiter.domain.runs.registry import Change, RunContext, RunState
 from arbiter.domain.runs.totals import recompute
-from arbiter.stats.purge import aggregate_rows, bad_workers, crash_or_time, worker_row
-from arbiter.stats.sprt import sprt_results, update_sprt
 from arbiter.storage.records import RunRecord, TaskRecord
 
 RefResolver = Callable[[str, Sequence[str], Mapping[str, str]], dict[str, str]]
@@ -89,6 +87,9 @@ class RunLifecycle:
             _require_owner_or_approver(user, state.run)
             change = Change(state.run)
             now = _now(self)
+            count = purge_into(state, change) if auto_purges(state.run) else 0
+            if count:  # the run stops all the same; its result leaves the bad workers out
+                change.log.append(auto_purge_action(change.run, now, count))
             finish(state, change, now=now, by=user.username, message=message)
             change.log[-1] = run_action(state.run, "stop_run", user.username, message, now)
             self._context.commit(state, change)
@@ -128,16 +129,12 @@ class RunLifecycle:
             _require_owner_or_approver(user, state.run)
             if "spsa" in state.run.args:
                 raise ValidationError("run", "SPSA runs cannot be purged.")
-            bad = _bad_tasks(state.tasks)
-            if not bad:
-                return 0
             change = Change(state.run)
-            for task in bad:
-                change.save_task(task, _purged(task))
-            change.run = history.record(_rescore(change.run))
-            message = f"purged {len(bad)} task(s)"
-            self._commit_reopening(state, change, user, "purge_run", message)
-            return len(bad)
+            count = purge_into(state, change)
+            if count:
+                message = f"purged {count} task(s)"
+                self._commit_reopening(state, change, user, "purge_run", message)
+            return count
 
     def delete(self, user: User, run_id: str) -> None:
         with self._any(run_id) as state:
@@ -267,46 +264,6 @@ def _facts(run: RunRecord) -> RunFacts:
 
 def _diff(outcome: Any) -> str:
     return ", ".join(f"{name}: {old!r} -> {new!r}" for name, (old, new) in outcome.changes.items())
-
-
-def _bad_tasks(tasks: list[TaskRecord]) -> list[TaskRecord]:
-    """Tasks of workers whose results are outliers (χ²), or that crashed or lost on time."""
-    live = [t for t in tasks if not t.bad]
-    rows = aggregate_rows(
-        (t.worker_name, worker_row(t.wins, t.losses, t.draws, t.pentanomial)) for t in live
-    )
-    outliers = bad_workers(rows)
-    return [
-        t
-        for t in live
-        if t.worker_name in outliers
-        or (not t.active and crash_or_time(t.wins + t.losses + t.draws, t.crashes, t.time_losses))
-    ]
-
-
-def _purged(task: TaskRecord) -> TaskRecord:
-    return replace(
-        task,
-        active=False,
-        bad=True,
-        wins=0,
-        losses=0,
-        draws=0,
-        crashes=0,
-        time_losses=0,
-        pentanomial=[0, 0, 0, 0, 0],
-        spsa_params=None,
-    )
-
-
-def _rescore(run: RunRecord) -> RunRecord:
-    """An SPRT's LLR after its samples changed outside the batch rhythm (a purge)."""
-    sprt = run.args.get("sprt")
-    if sprt is None:
-        return run
-    counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
-    fresh = update_sprt({**sprt, "state": ""}, counts)  # type: ignore[typeddict-item]
-    return replace(run, args={**run.args, "sprt": dict(fresh)})
 
 
 def _describe(run: RunRecord) -> str:
