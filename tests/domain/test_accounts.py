@@ -361,6 +361,32 @@ def test_revoked_token_is_refused(accounts: Accounts, alice: User) -> None:
         accounts.authenticate_worker("alice", token)
 
 
+def test_proven_worker_is_remembered_until_something_could_change(
+    accounts: Accounts, root: User, alice: User, bob: User
+) -> None:
+    token = accounts.create_token("alice")
+    assert accounts.proven_worker("alice", token) is None
+    accounts.authenticate_worker("alice", token)
+    assert accounts.proven_worker("alice", token) == alice
+    assert accounts.proven_worker("alice", token + "x") is None
+    accounts.set_blocked("root", "bob", True)  # any block clears every proof
+    assert accounts.proven_worker("alice", token) is None
+
+
+def test_revoking_a_token_forgets_its_proof(accounts: Accounts, alice: User) -> None:
+    token = accounts.create_token("alice")
+    accounts.authenticate_worker("alice", token)
+    [info] = accounts.list_tokens("alice")
+    accounts.revoke_token("alice", info.id)
+    assert accounts.proven_worker("alice", token) is None
+
+
+def test_a_password_change_forgets_proofs(accounts: Accounts, alice: User) -> None:
+    accounts.authenticate_worker("alice", PASSWORD)
+    accounts.change_password("alice", PASSWORD, NEW_PASSWORD)
+    assert accounts.proven_worker("alice", PASSWORD) is None
+
+
 def test_token_of_another_user_is_refused(accounts: Accounts, alice: User, bob: User) -> None:
     bobs_token = accounts.create_token("bob")
     with pytest.raises(InvalidCredentials):

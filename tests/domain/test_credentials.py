@@ -8,6 +8,7 @@ import pytest
 from arbiter.domain.credentials import (
     MAX_PASSWORD_LENGTH,
     TOKEN_PREFIX,
+    ProvenWorkers,
     VerifiedSecrets,
     check_password_strength,
     digest,
@@ -138,3 +139,22 @@ def test_verified_secrets_stay_bounded_under_concurrent_use() -> None:
     for thread in threads:
         thread.join()
     assert len(verified._entries) == 50
+
+
+def test_proven_workers_expire_after_their_ttl() -> None:
+    now = [1000.0]
+    proven: ProvenWorkers[str] = ProvenWorkers(60.0, lambda: now[0])
+    proven.add("alice", "secret", "alice's account")
+    assert proven.get("alice", "secret") == "alice's account"
+    assert proven.get("alice", "other") is None
+    assert proven.get("bob", "secret") is None
+    now[0] += 60.5
+    assert proven.get("alice", "secret") is None
+
+
+def test_proven_workers_stay_bounded() -> None:
+    proven: ProvenWorkers[int] = ProvenWorkers(60.0, lambda: 0.0, capacity=3)
+    for number in range(10):
+        proven.add(f"user{number}", "secret", number)
+    assert proven.get("user9", "secret") == 9
+    assert sum(proven.get(f"user{n}", "secret") is not None for n in range(10)) <= 3

@@ -14,6 +14,7 @@ from argon2 import PasswordHasher
 
 from arbiter.domain import actions
 from arbiter.domain.credentials import (
+    ProvenWorkers,
     VerifiedSecrets,
     check_password_strength,
     digest,
@@ -42,6 +43,9 @@ from arbiter.storage.records import SessionRecord, TokenRecord, UserRecord
 # Writes that only record "still alive" are rate-limited: a busy user or worker
 # would otherwise turn every request into a write transaction.
 TOUCH_INTERVAL = 600.0
+# How long a worker's proven credentials are trusted without the database; a change
+# made on another process (a secondary) takes effect on the primary within this.
+PROVEN_WORKER_SECONDS = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,7 @@ class Accounts:
         self._session_seconds = session_hours * 3600.0
         self._remember_seconds = remember_days * 86400.0
         self._verified = VerifiedSecrets()
+        self._proven: ProvenWorkers[User] = ProvenWorkers(PROVEN_WORKER_SECONDS, clock)
         self._dummy_hash: str | None = None
 
     # --- creating and approving accounts ---
@@ -184,6 +189,7 @@ class Accounts:
                 )
             tx.users.delete(user.id)
             self._log(tx, "reject_user", by, user.username, "rejected")
+        self._proven.clear()
 
     def set_blocked(self, approver: str, username: str, blocked: bool) -> None:
         """Blocking also ends every session and invalidates cached worker secrets."""
@@ -196,6 +202,7 @@ class Accounts:
             if blocked:
                 tx.sessions.delete_for_user(user.id)
             self._log(tx, "block_user", by, user.username, "blocked" if blocked else "unblocked")
+        self._proven.clear()
 
     # --- reading ---
 
@@ -223,8 +230,18 @@ class Accounts:
         self._rehash_if_needed(record, password)
         return self._usable(record)
 
+    def proven_worker(self, username: str, secret: str) -> User | None:
+        """The account these worker credentials proved recently, from memory; None
+        when they must be checked (`authenticate_worker`). Safe on the event loop."""
+        return self._proven.get(username, secret)
+
     def authenticate_worker(self, username: str, secret: str) -> User:
         """A worker's credentials: a worker token (`arb_...`) or the password."""
+        user = self._authenticate_worker(username, secret)
+        self._proven.add(username, secret, user)
+        return user
+
+    def _authenticate_worker(self, username: str, secret: str) -> User:
         with self._storage.read() as tx:
             record = tx.users.get_by_key(username)
             token = tx.tokens.get_by_hash(digest(secret)) if is_worker_token(secret) else None
@@ -337,6 +354,7 @@ class Accounts:
             tx.users.set_password_hash(record.id, new_hash, new_secret=True)
             keep = digest(keep_session_id) if keep_session_id else None
             tx.sessions.delete_for_user(record.id, keep_id_hash=keep)
+        self._proven.clear()
 
     def update_profile(self, username: str, *, email: str, tests_repo: str) -> None:
         email, tests_repo = check_email(email), check_tests_repo(tests_repo)
@@ -367,6 +385,7 @@ class Accounts:
             record = self._record(tx, username)
             if not tx.tokens.revoke(user_id=record.id, token_id=token_id, at=self._clock()):
                 raise NotFound("No such token.")
+        self._proven.clear()
 
     # --- shared steps ---
 

@@ -13,6 +13,8 @@ import hashlib
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
@@ -62,6 +64,9 @@ def verify_password(hasher: PasswordHasher, password_hash: str, password: str) -
         return False
 
 
+T = TypeVar("T")
+
+
 class VerifiedSecrets:
     """A bounded, thread-safe LRU set of secrets already proven right."""
 
@@ -85,3 +90,42 @@ class VerifiedSecrets:
             self._entries.move_to_end(key)
             while len(self._entries) > self._capacity:
                 self._entries.popitem(last=False)
+
+
+class ProvenWorkers(Generic[T]):
+    """Workers whose credentials were checked in the last `ttl` seconds, with the
+    account they proved (username and secret digest -> value).
+
+    This lets the hot worker calls skip the database: a beat is then answered
+    from memory alone. Anything that could make a proof wrong (a block, a
+    revoked token, a new password) clears it on this process; a change made by
+    another process (a secondary's account pages) reaches it within `ttl`.
+    Lookups are dict reads under a lock never held for I/O, cheap enough for the
+    event loop.
+    """
+
+    def __init__(self, ttl: float, clock: Callable[[], float], capacity: int = 100_000) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._capacity = capacity
+        self._entries: dict[tuple[str, str], tuple[T, float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, username: str, secret: str) -> T | None:
+        key = (username, digest(secret))
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None or self._clock() - entry[1] > self._ttl:
+            return None
+        return entry[0]
+
+    def add(self, username: str, secret: str, value: T) -> None:
+        key = (username, digest(secret))
+        with self._lock:
+            if len(self._entries) >= self._capacity:
+                self._entries.clear()  # rare; everyone proves themselves once more
+            self._entries[key] = (value, self._clock())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

@@ -9,8 +9,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from arbiter.domain.accounts import User
 from arbiter.protocol import WORKER_VERSION
-from arbiter.protocol.messages import VersionRequest
+from arbiter.protocol.messages import VersionRequest, WorkerRequest
 from arbiter.stats.calculator import CalcEloError, calc_elo
 from arbiter.web.errors import ApiError
 from arbiter.web.jsonio import json_reply, read_body
@@ -22,11 +23,21 @@ def app_state(request: Request) -> AppState:
     return state
 
 
+async def authenticated_worker(request: Request, body: WorkerRequest | VersionRequest) -> User:
+    """Credentials proven in the last minute are taken from memory on the event
+    loop; others are checked against the database in the threadpool."""
+    accounts = app_state(request).accounts
+    username, secret = body.worker_info.username, body.password
+    user = accounts.proven_worker(username, secret)
+    if user is None:
+        user = await run_in_threadpool(accounts.authenticate_worker, username, secret)
+    return user
+
+
 async def request_version(request: Request) -> Response:
     """The cheapest worker call; workers also use it to check credentials at start."""
     body = await read_body(request, VersionRequest)
-    accounts = app_state(request).accounts
-    await run_in_threadpool(accounts.authenticate_worker, body.worker_info.username, body.password)
+    await authenticated_worker(request, body)
     return json_reply(request, {"version": WORKER_VERSION})
 
 

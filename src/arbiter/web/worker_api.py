@@ -12,7 +12,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from arbiter.domain.accounts import User
 from arbiter.domain.files.pgns import decode_pgn_upload
 from arbiter.protocol.messages import (
     BeatRequest,
@@ -23,19 +22,11 @@ from arbiter.protocol.messages import (
     UpdateTaskRequest,
     UploadPgnRequest,
     WorkerLogRequest,
-    WorkerRequest,
 )
-from arbiter.web.api import app_state
+from arbiter.web.api import app_state, authenticated_worker
 from arbiter.web.jsonio import json_reply, read_body
 
 MAX_LOG_MESSAGE = 5120
-
-
-async def _authenticated(request: Request, body: WorkerRequest) -> User:
-    accounts = app_state(request).accounts
-    return await run_in_threadpool(
-        accounts.authenticate_worker, body.worker_info.username, body.password
-    )
 
 
 def remote_address(request: Request) -> str:
@@ -44,7 +35,7 @@ def remote_address(request: Request) -> str:
 
 async def request_task(request: Request) -> Response:
     body = await read_body(request, RequestTaskRequest)
-    user = await _authenticated(request, body)
+    user = await authenticated_worker(request, body)
     scheduler = app_state(request).runs.scheduler
     reply = await run_in_threadpool(
         scheduler.request_task, body.worker_info, user, remote_address(request)
@@ -54,7 +45,7 @@ async def request_task(request: Request) -> Response:
 
 async def update_task(request: Request) -> Response:
     body = await read_body(request, UpdateTaskRequest)
-    await _authenticated(request, body)
+    await authenticated_worker(request, body)
     ingest = app_state(request).runs.ingest
     reply = await run_in_threadpool(
         ingest.update_task, body.worker_info, body.run_id, body.task_id, body.stats, body.spsa
@@ -64,15 +55,19 @@ async def update_task(request: Request) -> Response:
 
 async def beat(request: Request) -> Response:
     body = await read_body(request, BeatRequest)
-    await _authenticated(request, body)
+    await authenticated_worker(request, body)
     ingest = app_state(request).runs.ingest
-    reply = await run_in_threadpool(ingest.beat, body.worker_info, body.run_id, body.task_id)
+    # A live run's beat is a lease renewal in memory, answered on the event loop;
+    # only a run that has left memory needs the database to say what became of it.
+    reply = ingest.beat_live(body.worker_info, body.run_id, body.task_id)
+    if reply is None:
+        reply = await run_in_threadpool(ingest.beat, body.worker_info, body.run_id, body.task_id)
     return json_reply(request, reply)
 
 
 async def request_spsa(request: Request) -> Response:
     body = await read_body(request, RequestSpsaRequest)
-    await _authenticated(request, body)
+    await authenticated_worker(request, body)
     ingest = app_state(request).runs.ingest
     reply = await run_in_threadpool(
         ingest.request_spsa, body.worker_info, body.run_id, body.task_id
@@ -82,7 +77,7 @@ async def request_spsa(request: Request) -> Response:
 
 async def failed_task(request: Request) -> Response:
     body = await read_body(request, FailedTaskRequest)
-    await _authenticated(request, body)
+    await authenticated_worker(request, body)
     ingest = app_state(request).runs.ingest
     reply = await run_in_threadpool(
         ingest.failed_task,
@@ -96,7 +91,7 @@ async def failed_task(request: Request) -> Response:
 
 async def stop_run(request: Request) -> Response:
     body = await read_body(request, StopRunRequest)
-    user = await _authenticated(request, body)
+    user = await authenticated_worker(request, body)
     runs = app_state(request).runs
 
     def stop() -> dict[str, Any]:
@@ -109,7 +104,7 @@ async def stop_run(request: Request) -> Response:
 
 async def worker_log(request: Request) -> Response:
     body = await read_body(request, WorkerLogRequest)
-    await _authenticated(request, body)
+    await authenticated_worker(request, body)
     ingest = app_state(request).runs.ingest
     reply = await run_in_threadpool(
         ingest.worker_log,
@@ -123,7 +118,7 @@ async def worker_log(request: Request) -> Response:
 
 async def upload_pgn(request: Request) -> Response:
     body = await read_body(request, UploadPgnRequest)
-    await _authenticated(request, body)
+    await authenticated_worker(request, body)
     state = app_state(request)
 
     def store() -> dict[str, Any]:

@@ -215,14 +215,25 @@ class ResultIngest:
 
     def beat(self, worker: WorkerInfo, run_id: str, task_id: int) -> dict[str, Any]:
         """Renews the lease in memory only: losing a beat to a crash costs nothing."""
-        with self._context.locked(run_id) as state:
-            if state is None:
-                return self._gone(worker, run_id, task_id)
-            task = owned_task(state, task_id, worker)
-            if not task.active:
-                return not_active(run_id, task_id)
-            self._context.registry.renew(run_id, task_id)
-            return {"task_alive": True}
+        reply = self.beat_live(worker, run_id, task_id)
+        return self._gone(worker, run_id, task_id) if reply is None else reply
+
+    def beat_live(self, worker: WorkerInfo, run_id: str, task_id: int) -> dict[str, Any] | None:
+        """A beat for a run in memory, None for one that is not (see `beat`).
+
+        Takes no run lock: tasks are immutable records swapped in whole by
+        `Registry.publish`, so reading one is atomic, and the registry's own
+        mutex is never held for I/O. Beats therefore never wait behind result
+        commits, and this is safe to call on the event loop.
+        """
+        state = self._context.registry.get(run_id)
+        if state is None:
+            return None
+        task = owned_task(state, task_id, worker)
+        if not task.active:
+            return not_active(run_id, task_id)
+        self._context.registry.renew(run_id, task_id)
+        return {"task_alive": True}
 
     def failed_task(
         self, worker: WorkerInfo, run_id: str, task_id: int, message: str
