@@ -14,11 +14,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _BEGIN_OPTION = "arbiter_sqlite_begin"
+
+
+def encode_json(value: object) -> str:
+    """JSON columns (a run's args are rewritten with every result) through msgspec:
+    several times faster than the standard library, same text for our values."""
+    return msgspec.json.encode(value).decode()
 
 
 def sqlite_url(data_dir: Path) -> str:
@@ -45,6 +52,8 @@ def make_engine(url: str, *, pool_size: int = 20) -> Engine:
         return _sqlite_engine(url, pool_size)
     return create_engine(
         url,
+        json_serializer=encode_json,
+        json_deserializer=msgspec.json.decode,
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,  # survive a database restart without a failed request
@@ -58,6 +67,8 @@ def _sqlite_engine(url: str, pool_size: int) -> Engine:
         Path(database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
         url,
+        json_serializer=encode_json,
+        json_deserializer=msgspec.json.decode,
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_timeout=30,
