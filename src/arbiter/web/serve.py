@@ -46,7 +46,7 @@ def banner(settings: Settings) -> str:
 def serve_command(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
-        app = create_app(settings)
+        app = create_app(settings, tune_runtime=True)
     except SettingsError as error:
         print(f"arbiter: {error}", file=sys.stderr)
         return 2
