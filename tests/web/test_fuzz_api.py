@@ -353,7 +353,9 @@ def check(request: Request, status: int, content_type: str, body: bytes) -> None
         assert content_type == "application/json", (request, status, content_type)
         payload = json.loads(body)
         assert set(payload) == {"error", "duration"}, (request, payload)
-        assert payload["error"].startswith("/api/"), (request, payload)
+        # Prefixed with the path the server saw: the client resolves dot segments,
+        # so a generated "/api/nn/.." arrives as "/api".
+        assert payload["error"].startswith("/api"), (request, payload)
 
 
 def send(world: World, request: Request) -> int:

@@ -1,5 +1,7 @@
 """update_task and friends: durable, idempotent, strict about inconsistent stats."""
 
+import threading
+
 import pytest
 
 from arbiter.domain.accounts import User
@@ -179,3 +181,34 @@ def test_worker_log_checks_ownership(
     assert runs.ingest.worker_log(worker(), "hello", run_id, task_id) == {}
     with pytest.raises(BadRequest):
         runs.ingest.worker_log(worker(key="zzzz"), "hello", run_id, task_id)
+
+
+def test_a_beat_does_not_wait_for_the_run_lock(runs: Runs, started: tuple[str, int]) -> None:
+    """Beats are answered while a result commit holds the run (and on the event loop)."""
+    run_id, task_id = started
+    holder_ready, release = threading.Event(), threading.Event()
+
+    def hold_the_run() -> None:
+        with runs.context.locked(run_id):
+            holder_ready.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_the_run)
+    holder.start()
+    try:
+        assert holder_ready.wait(10)
+        assert runs.ingest.beat_live(worker(), run_id, task_id) == {"task_alive": True}
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_a_beat_for_a_run_not_in_memory_is_answered_from_storage(
+    runs: Runs, alice: User, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    runs.lifecycle.stop(alice, run_id)
+    assert runs.ingest.beat_live(worker(), run_id, task_id) is None
+    assert runs.ingest.beat(worker(), run_id, task_id)["task_alive"] is False
+    with pytest.raises(BadRequest):
+        runs.ingest.beat(worker(key="zzzz"), run_id, task_id)
