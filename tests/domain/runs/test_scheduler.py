@@ -1,9 +1,16 @@
 """request_task: admission gate, pre-checks, run choice, task sizing."""
 
 import threading
+from typing import Any
 
 from arbiter.domain.accounts import User
-from arbiter.domain.runs.scheduler import NOT_APPROVED, TOO_BUSY, TOO_MANY_THREADS, TaskScheduler
+from arbiter.domain.runs.scheduler import (
+    NOT_APPROVED,
+    RUN_LOCK_PATIENCE,
+    TOO_BUSY,
+    TOO_MANY_THREADS,
+    TaskScheduler,
+)
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
 from tests.domain.runs.support import approved_run, submit, take_task, worker
@@ -128,3 +135,50 @@ def test_arch_filter_and_compiler_pin(runs: Runs, alice: User, root: User, repo_
     assert "task_id" not in reply
     fitting = worker(worker_arch="x86-64-avx2", compiler="clang++")
     assert "task_id" in runs.scheduler.request_task(fitting, alice, "1.1.1.1")
+
+
+def hold_lock(state_lock: Any) -> tuple[threading.Thread, threading.Event]:
+    """Hold `state_lock` in another thread until the returned event is set."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with state_lock:
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert held.wait(10)
+    return thread, release
+
+
+def test_a_run_busy_committing_yields_to_the_next_run(
+    runs: Runs, alice: User, root: User, repo_url: str
+) -> None:
+    ordinary = approved_run(runs, alice, root, repo_url)
+    urgent = approved_run(runs, alice, root, repo_url)
+    runs.lifecycle.modify(root, urgent, {"priority": 1})
+    state = runs.context.registry.get(urgent)
+    assert state is not None
+    thread, release = hold_lock(state.lock)
+    try:
+        assert take_task(runs, alice, worker())["run"]["_id"] == ordinary
+    finally:
+        release.set()
+        thread.join()
+    assert take_task(runs, alice, worker(key="efgh"))["run"]["_id"] == urgent
+
+
+def test_when_every_run_is_busy_the_best_one_is_awaited(
+    runs: Runs, alice: User, root: User, repo_url: str
+) -> None:
+    run_id = approved_run(runs, alice, root, repo_url)
+    state = runs.context.registry.get(run_id)
+    assert state is not None
+    thread, release = hold_lock(state.lock)
+    threading.Timer(RUN_LOCK_PATIENCE * 5, release.set).start()
+    try:
+        assert take_task(runs, alice, worker())["run"]["_id"] == run_id
+    finally:
+        release.set()
+        thread.join()

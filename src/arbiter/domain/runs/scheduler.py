@@ -41,6 +41,17 @@ SPSA_CAP = "SPSA core cap reached"
 OUTRANKED = "outranked by another run (priority or share of cores)"
 
 
+# How long the scheduler waits for a run busy committing results before it tries
+# the next run in rank order. Waiting longer holds the one scheduler lock while
+# result updates of that run commit, and request_task callers pile up at the
+# gate ("too busy"). If every suitable run is busy, it waits for the best one.
+RUN_LOCK_PATIENCE = 0.02
+
+
+class _RunBusy(Exception):  # noqa: N818 - a signal, not an error
+    """A run's lock was not free within the scheduler's patience."""
+
+
 @dataclass(frozen=True, slots=True)
 class Assignment:
     state: RunState
@@ -116,6 +127,7 @@ class TaskScheduler:
             self._context.registry.states(), key=lambda s: _rank(s, worker, previous)
         )
         chosen: Assignment | None = None
+        busy: list[RunState] = []
         for state in candidates:
             reason = _unsuitable(state, worker)
             if reason is not None:
@@ -123,16 +135,25 @@ class TaskScheduler:
             elif chosen is not None:
                 state.refusals[OUTRANKED] += 1
             else:
-                chosen = self._create_task(state, worker, remote_addr)
+                try:
+                    chosen = self._create_task(state, worker, remote_addr, RUN_LOCK_PATIENCE)
+                except _RunBusy:
+                    busy.append(state)
+        if chosen is None and busy:
+            chosen = self._create_task(busy[0], worker, remote_addr, patience=None)
         if chosen is not None and previous_task is not None:
             # The machine was restarted and lost its task: free its games.
             deactivate(self._context, *previous_task, "Stale active task")
         return chosen
 
     def _create_task(
-        self, state: RunState, worker: WorkerInfo, remote_addr: str
+        self, state: RunState, worker: WorkerInfo, remote_addr: str, patience: float | None
     ) -> Assignment | None:
-        with state.lock:
+        """A new task of `state` (None if it needs no more games). Raises `_RunBusy`
+        when the run's lock is not free within `patience` seconds (None: wait)."""
+        if not state.lock.acquire(timeout=-1 if patience is None else patience):
+            raise _RunBusy
+        try:
             run = state.run
             if run.finished or self._context.registry.get(run.id) is not state:
                 return None
@@ -144,6 +165,8 @@ class TaskScheduler:
             change.add_task(task)
             self._context.commit(state, change)
             state.refusals.clear()
+        finally:
+            state.lock.release()
         return Assignment(state, task)
 
     def _reply(self, assignment: Assignment) -> dict[str, Any]:
