@@ -176,9 +176,12 @@ def test_when_every_run_is_busy_the_best_one_is_awaited(
     state = runs.context.registry.get(run_id)
     assert state is not None
     thread, release = hold_lock(state.lock)
-    threading.Timer(RUN_LOCK_PATIENCE * 5, release.set).start()
+    timer = threading.Timer(RUN_LOCK_PATIENCE * 5, release.set)
+    timer.start()
     try:
         assert take_task(runs, alice, worker())["run"]["_id"] == run_id
     finally:
         release.set()
+        timer.cancel()
+        timer.join()
         thread.join()
