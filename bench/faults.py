@@ -184,9 +184,9 @@ async def storm(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         f" restarted ({arena.restarts[0]:.2f} s from process start to first reply).",
         f"- Last failed request {last_error:.1f} s after the restart (goal: steady state <= 60 s);"
         f" p99 of all requests sent after the restart {p99:.1f} ms.",
-        f"- Every worker had a reply acknowledged again {back:.1f} s after the restart"
-        f" ({len(fleet.alive_after)}/{args.workers} workers; bounded below by the cadence: a"
-        f" worker's next request is up to 1.5 x {120 / args.speedup:g} s away).",
+        f"- {len(fleet.alive_after)} of {args.workers} workers had a reply acknowledged again"
+        f" {back:.1f} s after the restart (bounded below by the cadence: a worker's next"
+        f" request is up to 1.5 x {120 / args.speedup:g} s away).",
         f"- Replies that were not JSON: {fleet.recorder.non_json}; unhandled server exceptions:"
         f" {len(crashes)}; ledger {'exact' if not problems else 'DIFFERS'}.",
         f"- Client-side errors by kind from the stop on: {errors_text(fleet)}.",
