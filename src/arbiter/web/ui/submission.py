@@ -127,6 +127,25 @@ def posted_values(form: Mapping[str, str]) -> dict[str, Any]:
     return values
 
 
+# Run arguments that are the form field of the same name, as text, both ways.
+PLAIN_RUN_ARGS = (
+    "new_tag",
+    "base_tag",
+    "new_signature",
+    "base_signature",
+    "tc",
+    "threads",
+    "new_options",
+    "base_options",
+    "book",
+    "book_depth",
+    "priority",
+    "throughput",
+    "arch_filter",
+    "compiler",
+)
+
+
 def error_field(domain_field: str) -> str:
     """The form field that shows an error about `domain_field` ("form" if none)."""
     field = ERROR_FIELDS.get(domain_field, domain_field)
@@ -137,24 +156,7 @@ def submission(values: Mapping[str, Any]) -> dict[str, object]:
     """The mapping `RunLifecycle.submit` takes, from posted values (presets applied)."""
     values = with_presets(values)
     raw: dict[str, object] = {
-        name: str(values[name]).strip()
-        for name in (
-            "tests_repo",
-            "new_tag",
-            "base_tag",
-            "new_signature",
-            "base_signature",
-            "tc",
-            "threads",
-            "new_options",
-            "base_options",
-            "book",
-            "book_depth",
-            "priority",
-            "throughput",
-            "arch_filter",
-            "compiler",
-        )
+        name: str(values[name]).strip() for name in ("tests_repo", *PLAIN_RUN_ARGS)
     }
     raw["info"] = str(values["info"])
     raw["new_tc"] = str(values["new_tc"]).strip() if values["time_odds"] else ""
@@ -201,24 +203,7 @@ def set_option(options: str, name: str, value: str) -> str:
 def values_from_run(args: Mapping[str, Any]) -> dict[str, Any]:
     """A form pre-filled from an existing run's arguments (reschedule)."""
     values = blank_values(str(args.get("tests_repo", "")))
-    for name in (
-        "new_tag",
-        "base_tag",
-        "new_signature",
-        "base_signature",
-        "tc",
-        "threads",
-        "new_options",
-        "base_options",
-        "book",
-        "book_depth",
-        "num_games",
-        "priority",
-        "throughput",
-        "arch_filter",
-        "compiler",
-        "info",
-    ):
+    for name in (*PLAIN_RUN_ARGS, "num_games", "info"):
         if args.get(name) is not None:
             values[name] = _text(args[name])
     values["new_tc"] = str(args.get("new_tc") or "")
