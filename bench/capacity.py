@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import random
-import shlex
 import sys
 from pathlib import Path
 
@@ -27,7 +26,6 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import msgspec
-import uvloop
 
 from bench import harness
 from bench.fleetsim import clock, worker_info
@@ -218,17 +216,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    harness.pin_self_to_client_core()
-    lines, failed = uvloop.run(SCENARIOS[args.scenario](args))
-    command = "python bench/capacity.py " + shlex.join(a for a in sys.argv[1:] if a != "--write")
-    body = "\n".join([*lines, f"- Machine: {harness.machine()}.", "", f"Command: `{command}`"])
-    print(body)
-    if args.write:
-        harness.write_section(f"capacity-{args.scenario}", TITLES[args.scenario], body)
-    for line in failed[:20]:
-        print("FAIL:", line, file=sys.stderr)
-    return 1 if failed else 0
+    return harness.run_scenario("capacity", SCENARIOS, TITLES, parse_args(argv))
 
 
 if __name__ == "__main__":

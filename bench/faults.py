@@ -22,7 +22,6 @@ Exit status 1 when a gate fails.
 import argparse
 import asyncio
 import random
-import shlex
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,6 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import uvloop
 
 from bench import harness
 from bench.fleet import reconcile
@@ -314,17 +312,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    harness.pin_self_to_client_core()
-    lines, failed = uvloop.run(SCENARIOS[args.scenario](args))
-    command = "python bench/faults.py " + shlex.join(a for a in sys.argv[1:] if a != "--write")
-    body = "\n".join([*lines, f"- Machine: {harness.machine()}.", "", f"Command: `{command}`"])
-    print(body)
-    if args.write:
-        harness.write_section(f"faults-{args.scenario}", TITLES[args.scenario], body)
-    for line in failed[:20]:
-        print("FAIL:", line, file=sys.stderr)
-    return 1 if failed else 0
+    return harness.run_scenario("faults", SCENARIOS, TITLES, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -5,18 +5,22 @@ The server processes come from tests/web/live_server.py (the same helper the
 test suite uses); this module adds pinning, the raw-ASGI baseline and metrics.
 """
 
+import argparse
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
+import uvloop
 
 from arbiter.admin import open_storage
 from arbiter.web.bootstrap import make_accounts
@@ -219,6 +223,28 @@ def write_section(key: str, title: str, body: str) -> None:
     else:
         text = text.rstrip("\n") + f"\n\n### {title}\n\n{begin}\n{body}\n{end}\n"
     DOC.write_text(text)
+
+
+Scenario = Callable[[argparse.Namespace], Awaitable[tuple[list[str], list[str]]]]
+
+
+def run_scenario(
+    script: str, scenarios: Mapping[str, Scenario], titles: Mapping[str, str], args: Any
+) -> int:
+    """Run `args.scenario` from this (client) core and print its report; `--write`
+    puts it in docs/benchmarks.md as section `<script>-<scenario>`. A scenario
+    returns its report lines and its failed gates: exit status 1 if any failed."""
+    pin_self_to_client_core()
+    lines, failed = uvloop.run(scenarios[args.scenario](args))
+    options = shlex.join(a for a in sys.argv[1:] if a != "--write")
+    command = f"python bench/{script}.py {options}"
+    body = "\n".join([*lines, f"- Machine: {machine()}.", "", f"Command: `{command}`"])
+    print(body)
+    if args.write:
+        write_section(f"{script}-{args.scenario}", titles[args.scenario], body)
+    for line in failed[:20]:
+        print("FAIL:", line, file=sys.stderr)
+    return 1 if failed else 0
 
 
 def wall() -> float:
