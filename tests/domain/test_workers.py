@@ -5,7 +5,7 @@ from sqlalchemy import Engine
 
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
-from arbiter.domain.workers import WorkerBlocks, may_change
+from arbiter.domain.workers import BlockedMachines, WorkerBlocks, may_change
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
 from tests.domain.runs.support import Clock, make_user
@@ -20,7 +20,7 @@ def storage(engine: Engine) -> Storage:
 
 @pytest.fixture
 def blocks(storage: Storage) -> WorkerBlocks:
-    return WorkerBlocks(storage, clock=Clock())
+    return WorkerBlocks(storage, changed=lambda: None, clock=Clock())
 
 
 def test_an_unknown_machine_is_allowed(blocks: WorkerBlocks) -> None:
@@ -78,6 +78,34 @@ def test_the_scheduler_refuses_a_blocked_machine(storage: Storage, repo_url: str
     root = make_user(storage, "root", approver=True)
     runs = Runs(storage, task_gate=threading.Semaphore(5), clock=Clock())
     approved_run(runs, alice, root, repo_url)
-    WorkerBlocks(storage).set_blocked(root, NAME, blocked=True, message="bad results")
+    changed = runs.blocked_machines.forget
+    runs.scheduler.request_task(worker(key="efgh"), alice, "10.0.0.2")  # blocks now read
+    WorkerBlocks(storage, changed).set_blocked(root, NAME, blocked=True, message="bad results")
     reply = runs.scheduler.request_task(worker(), alice, "10.0.0.1")
     assert "bad results" in reply["error"]
+
+
+def test_blocks_made_elsewhere_reach_the_scheduler_within_the_refresh(storage: Storage) -> None:
+    """Another process (a secondary serving the page) writes the table directly."""
+    clock = Clock(0.0)
+    blocked = BlockedMachines(storage, clock=clock, refresh_seconds=2.0)
+    assert blocked.message(NAME) is None
+    with storage.write() as tx:
+        tx.worker_blocks.set(NAME, blocked=True, message="bad book", at=0.0)
+    clock.advance(1.9)
+    assert blocked.message(NAME) is None  # not yet re-read
+    clock.advance(0.1)
+    assert blocked.message(NAME) == "bad book"
+    assert blocked.message("alice-4cores-efgh") is None
+
+
+def test_a_change_made_here_is_seen_at_once(storage: Storage) -> None:
+    clock = Clock(0.0)
+    blocked = BlockedMachines(storage, clock=clock)
+    blocks = WorkerBlocks(storage, changed=blocked.forget, clock=clock)
+    root = make_user(storage, "root", approver=True)
+    assert blocked.message(NAME) is None
+    blocks.set_blocked(root, NAME, blocked=True, message="")
+    assert blocked.message(NAME) == ""  # blocked, without a message
+    blocks.set_blocked(root, NAME, blocked=False, message="")
+    assert blocked.message(NAME) is None

@@ -518,7 +518,8 @@ def test_request_spsa_on_a_run_without_spsa_is_400(api: TestClient, task: tuple[
 
 def test_a_blocked_worker_gets_an_error_and_no_task(api: TestClient, repo_url: str) -> None:
     approved(api, repo_url, num_games=2000)
-    WorkerBlocks(state(api).storage).set_blocked(
+    changed = state(api).runs.blocked_machines.forget
+    WorkerBlocks(state(api).storage, changed).set_blocked(
         user(api, "root"), "alice-4cores-abcd", blocked=True, message="bad results"
     )
     with unchanged(api):

@@ -19,6 +19,7 @@ from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.documents import hash_mib, results_view
 from arbiter.domain.runs.ingest import deactivate
 from arbiter.domain.runs.registry import Change, RunContext, RunState
+from arbiter.domain.workers import BlockedMachines
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.protocol.workers import worker_names
 from arbiter.stats.scheduling import memory_need, task_size
@@ -46,6 +47,7 @@ OUTRANKED = "outranked by another run (priority or share of cores)"
 # result updates of that run commit, and request_task callers pile up at the
 # gate ("too busy"). If every suitable run is busy, it waits for the best one.
 RUN_LOCK_PATIENCE = 0.02
+NEEDS_KEPT = 1000  # runs whose static needs are remembered before finished ones are dropped
 
 
 class _RunBusy(Exception):  # noqa: N818 - a signal, not an error
@@ -58,17 +60,47 @@ class Assignment:
     task: TaskRecord
 
 
+@dataclass(frozen=True, slots=True)
+class _Needs:
+    """What a run asks of a worker that never changes while it runs (`/tests/modify`
+    cannot touch these), worked out once instead of on every request_task."""
+
+    threads: int
+    hash_new: int  # MiB
+    hash_base: int
+    allowed_archs: Any
+    compiler: str
+    spsa_cap: float | None
+
+    @classmethod
+    def of(cls, args: dict[str, Any]) -> "_Needs":
+        spsa = args.get("spsa")
+        return cls(
+            threads=int(args["threads"]),
+            hash_new=hash_mib(args["new_options"]),
+            hash_base=hash_mib(args["base_options"]),
+            allowed_archs=args.get("allowed_archs"),
+            compiler=str(args.get("compiler") or ""),
+            spsa_cap=None
+            if spsa is None
+            else SPSA_CORE_BUDGET / math.sqrt(max(1, len(spsa["params"]))),
+        )
+
+
 class TaskScheduler:
     def __init__(
         self,
         context: RunContext,
         gate: threading.Semaphore,
+        blocked: BlockedMachines,
         book_sri: Callable[[str], str | None] = lambda _name: None,
     ) -> None:
         self._context = context
         self._gate = gate
+        self._blocked = blocked
         self._lock = threading.Lock()
         self._book_sri = book_sri
+        self._needs: dict[str, _Needs] = {}  # by run id; guarded by self._lock
 
     def request_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """The reply body of /api/request_task (without `duration`)."""
@@ -90,10 +122,9 @@ class TaskScheduler:
 
     def _refusal(self, worker: WorkerInfo, user: User, remote_addr: str) -> str | None:
         _, short = worker_names(worker)
-        with self._context.storage.read() as tx:
-            block = tx.worker_blocks.get(short)
-        if block is not None and block.blocked:
-            reason = f": {block.message}" if block.message else ""
+        block_message = self._blocked.message(short)
+        if block_message is not None:
+            reason = f": {block_message}" if block_message else ""
             return (
                 f"This worker ({short}) has been blocked{reason}. "
                 f"An approver can unblock it at /workers/{short}."
@@ -123,28 +154,48 @@ class TaskScheduler:
         _, short = worker_names(worker)
         previous = self._context.registry.last_run_of(short)
         previous_task = self._context.registry.active_task_of(short)
-        candidates = sorted(
-            self._context.registry.states(), key=lambda s: _rank(s, worker, previous)
-        )
+        ranked = _ranked(self._context.registry.states(), worker, previous)
         chosen: Assignment | None = None
         busy: list[RunState] = []
-        for state in candidates:
-            reason = _unsuitable(state, worker)
+        for position, state in enumerate(ranked):
+            reason = _unsuitable(state, self._needs_of(state), worker)
             if reason is not None:
-                state.refusals[reason] += 1
-            elif chosen is not None:
-                state.refusals[OUTRANKED] += 1
-            else:
-                try:
-                    chosen = self._create_task(state, worker, remote_addr, RUN_LOCK_PATIENCE)
-                except _RunBusy:
-                    busy.append(state)
+                self._count_refusal(state, worker, reason)
+                continue
+            try:
+                chosen = self._create_task(state, worker, remote_addr, RUN_LOCK_PATIENCE)
+            except _RunBusy:
+                busy.append(state)
+            if chosen is not None:
+                for outranked in ranked[position + 1 :]:  # suitable or not
+                    if not outranked.run.workers:
+                        self._count_refusal(outranked, worker)
+                break
         if chosen is None and busy:
             chosen = self._create_task(busy[0], worker, remote_addr, patience=None)
         if chosen is not None and previous_task is not None:
             # The machine was restarted and lost its task: free its games.
             deactivate(self._context, *previous_task, "Stale active task")
         return chosen
+
+    def _count_refusal(
+        self, state: RunState, worker: WorkerInfo, reason: str | None = None
+    ) -> None:
+        """Why this run was not given to the worker, kept only while the run has no
+        workers: only then are the reasons shown (`why_no_workers`), and skipping
+        runs that have workers keeps request_task from examining every run."""
+        if not state.run.workers:
+            reason = reason or _unsuitable(state, self._needs_of(state), worker) or OUTRANKED
+            state.refusals[reason] += 1
+
+    def _needs_of(self, state: RunState) -> _Needs:
+        needs = self._needs.get(state.run.id)
+        if needs is None:
+            if len(self._needs) > NEEDS_KEPT:  # forget finished runs now and then
+                live = {s.run.id for s in self._context.registry.states()}
+                self._needs = {k: v for k, v in self._needs.items() if k in live}
+            needs = self._needs[state.run.id] = _Needs.of(state.run.args)
+        return needs
 
     def _create_task(
         self, state: RunState, worker: WorkerInfo, remote_addr: str, patience: float | None
@@ -179,41 +230,56 @@ class TaskScheduler:
         return {"run": {"_id": run.id, "args": args, "my_task": my_task}, "task_id": task.task_id}
 
 
-def _rank(state: RunState, worker: WorkerInfo, previous: str | None) -> tuple[float, bool, float]:
-    """Higher priority first; then runs without cores; then the run furthest below
-    its share (cores relative to itp). A worker's previous run counts its cores,
-    which steers it gently elsewhere."""
+def _ranked(states: list[RunState], worker: WorkerInfo, previous: str | None) -> list[RunState]:
+    """Best first: higher priority; then runs without cores; then the run furthest
+    below its share (cores relative to itp). A worker's previous run counts its
+    cores, which steers it gently elsewhere. Ties keep the registry's order.
+
+    Keys are built in one loop rather than by a key function: this runs for
+    every unfinished run on every request_task."""
+    half = worker.concurrency / 2
+    keys = []
+    for position, state in enumerate(states):
+        run = state.run
+        cores = run.cores + worker.concurrency if run.id == previous else run.cores
+        share = (cores + half) / max(run.args.get("itp", 100.0), 1e-9)
+        keys.append((-run.args.get("priority", 0.0), cores > 0, share, position))
+    keys.sort()
+    return [states[key[-1]] for key in keys]
+
+
+def _unsuitable(state: RunState, needs: _Needs, worker: WorkerInfo) -> str | None:
+    """The first reason this run cannot go to this worker (reference 4.4), or None.
+
+    Checked one at a time: this runs for every unfinished run on every
+    request_task, under the scheduler's lock."""
     run = state.run
-    cores = run.cores + (worker.concurrency if run.id == previous else 0)
-    itp = max(float(run.args.get("itp", 100.0)), 1e-9)
-    share = (cores + worker.concurrency / 2) / itp
-    return (-float(run.args.get("priority", 0.0)), cores > 0, share)
+    if not run.approved:
+        return NOT_APPROVED
+    mismatch = _mismatch(needs, worker)
+    if mismatch is not None:
+        return mismatch
+    if int(run.args["num_games"]) - run.committed_games <= 0:
+        return NO_GAMES
+    if needs.spsa_cap is not None and run.cores > needs.spsa_cap:
+        return SPSA_CAP
+    return None
 
 
-def _unsuitable(state: RunState, worker: WorkerInfo) -> str | None:
-    """The first reason this run cannot go to this worker (reference 4.4), or None."""
-    run = state.run
-    args = run.args
-    threads = int(args["threads"])
-    allowed = args.get("allowed_archs")
-    need = memory_need(
-        threads, hash_mib(args["new_options"]), hash_mib(args["base_options"]), worker.concurrency
-    )
-    checks = (
-        (not run.approved, NOT_APPROVED),
-        (threads > worker.concurrency, TOO_MANY_THREADS),
-        (threads < worker.min_threads, TOO_FEW_THREADS),
-        (int(args["num_games"]) - run.committed_games <= 0, NO_GAMES),
-        (need > worker.max_memory, MEMORY),
-        (allowed is not None and worker.worker_arch not in allowed, ARCH),
-        (bool(args.get("compiler")) and args.get("compiler") != worker.compiler, COMPILER),
-        ("spsa" in args and run.cores > _spsa_cap(args), SPSA_CAP),
-    )
-    return next((reason for failed, reason in checks if failed), None)
-
-
-def _spsa_cap(args: dict[str, Any]) -> float:
-    return SPSA_CORE_BUDGET / math.sqrt(max(1, len(args["spsa"]["params"])))
+def _mismatch(needs: _Needs, worker: WorkerInfo) -> str | None:
+    """Why this worker's machine can never play this run, or None."""
+    if needs.threads > worker.concurrency:
+        return TOO_MANY_THREADS
+    if needs.threads < worker.min_threads:
+        return TOO_FEW_THREADS
+    hashes = needs.hash_new, needs.hash_base
+    if memory_need(needs.threads, *hashes, worker.concurrency) > worker.max_memory:
+        return MEMORY
+    if needs.allowed_archs is not None and worker.worker_arch not in needs.allowed_archs:
+        return ARCH
+    if needs.compiler and needs.compiler != worker.compiler:
+        return COMPILER
+    return None
 
 
 def _task_games(state: RunState, worker: WorkerInfo) -> int:

@@ -13,6 +13,7 @@ from arbiter.domain.runs.maintenance import refresh_rates, scavenge_dead_tasks
 from arbiter.domain.runs.queries import RunQueries
 from arbiter.domain.runs.registry import Registry, RunContext
 from arbiter.domain.runs.scheduler import TaskScheduler
+from arbiter.domain.workers import BlockedMachines
 from arbiter.storage import Storage
 
 log = logging.getLogger("arbiter.runs")
@@ -31,7 +32,8 @@ class Runs:
     ) -> None:
         self.context = RunContext(storage, Registry(clock), clock)
         self.lifecycle = RunLifecycle(self.context, resolve, known_book)
-        self.scheduler = TaskScheduler(self.context, task_gate, book_sri)
+        self.blocked_machines = BlockedMachines(storage)
+        self.scheduler = TaskScheduler(self.context, task_gate, self.blocked_machines, book_sri)
         self.ingest = ResultIngest(self.context)
         self.queries = RunQueries(self.context)
         self.contributors = Contributors(self.context)

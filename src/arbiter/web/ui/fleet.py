@@ -100,7 +100,8 @@ async def machines(request: Request) -> Response:
 
 
 def _blocks(request: Request) -> WorkerBlocks:
-    return WorkerBlocks(app_state(request).storage)
+    state = app_state(request)
+    return WorkerBlocks(state.storage, changed=state.runs.blocked_machines.forget)
 
 
 async def blocked_workers(request: Request) -> Response:
