@@ -6,11 +6,19 @@ writer) with a busy timeout, and every write transaction starts with
 once with "database is locked" whatever the timeout, an immediate one waits its
 turn. `synchronous=FULL` makes every commit durable before we reply.
 
+Writers of one process also queue on a Python lock before `BEGIN IMMEDIATE`.
+SQLite's own busy handler polls with sleeps that grow to 100 ms, so under a
+fleet's load a writer could sleep 20-100 ms for a lock that was free again
+after one; the Python lock hands it over at once. Other processes (a
+secondary, the CLI) still meet the busy timeout.
+
 PostgreSQL is reached through psycopg 3; `postgresql://` URLs are accepted as is.
 """
 
+import threading
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +28,9 @@ from sqlalchemy.engine import make_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _BEGIN_OPTION = "arbiter_sqlite_begin"
+# SQLite engines -> the lock their writers take (reentrant: a nested write on this
+# thread meets SQLite's busy timeout, as without the lock, instead of hanging).
+_WRITE_LOCKS: "weakref.WeakKeyDictionary[Engine, threading.RLock]" = weakref.WeakKeyDictionary()
 
 
 def encode_json(value: object) -> str:
@@ -76,6 +87,7 @@ def _sqlite_engine(url: str, pool_size: int) -> Engine:
     )
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin_sqlite_transaction)
+    _WRITE_LOCKS[engine] = threading.RLock()
     return engine
 
 
@@ -101,7 +113,8 @@ def _begin_sqlite_transaction(connection: Connection) -> None:
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
     """A transaction that will write: committed on success, rolled back on error."""
-    with engine.connect() as connection:
+    lock = _WRITE_LOCKS.get(engine)
+    with lock if lock is not None else nullcontext(), engine.connect() as connection:
         connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
         with connection.begin():
             yield connection
