@@ -4,8 +4,10 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
@@ -111,3 +113,35 @@ def test_sqlite_writers_in_threads_queue_instead_of_failing(sqlite_storage: Stor
             future.result()
     with sqlite_storage.read() as tx:
         assert tx.kv.get("counter") == 2 * increments_per_thread
+
+
+def test_sqlite_writers_of_one_process_never_meet_the_busy_handler(
+    sqlite_database_url: str,
+) -> None:
+    """With SQLite's busy timeout at 0, a contended BEGIN IMMEDIATE fails at once; the
+    process's own writer lock means threads of one process never contend in SQLite
+    (where the busy handler would make them sleep up to 100 ms between polls)."""
+    engine = make_engine(sqlite_database_url, pool_size=8)
+
+    @event.listens_for(engine, "connect")
+    def no_busy_wait(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute("PRAGMA busy_timeout=0")
+
+    storage = Storage(engine)
+    threads, writes = 8, 20
+    barrier = threading.Barrier(threads)
+
+    def write_many(thread: int) -> None:
+        barrier.wait()
+        for index in range(writes):
+            with storage.write() as tx:
+                tx.kv.set(f"{thread}-{index}", index)
+
+    try:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for future in [pool.submit(write_many, thread) for thread in range(threads)]:
+                future.result()
+        with storage.read() as tx:
+            assert all(tx.kv.get(f"{t}-{i}") == i for t in range(threads) for i in range(writes))
+    finally:
+        engine.dispose()
