@@ -626,6 +626,16 @@ def update(client: TestClient, task: tuple[str, int], stats: Stats) -> dict[str,
     return reply
 
 
+def test_a_run_with_results_hands_out_tasks_without_its_chart_history(
+    api: TestClient, task: tuple[str, int]
+) -> None:
+    update(api, task, pairs(ld=2, dd=3, wd=1))
+    assert state(api).runs.queries.run(task[0]).args["results_history"]
+    args = take_task(api, key="efgh")["run"]["args"]
+    assert "results_history" not in args  # ours, for the charts; not the reference's shape
+    assert "allowed_archs" not in args
+
+
 def test_a_repeated_identical_update_changes_nothing(
     api: TestClient, task: tuple[str, int]
 ) -> None:

@@ -170,13 +170,22 @@ def results_view(record: RunRecord | TaskRecord) -> dict[str, Any]:
     }
 
 
+# Our own keys in a run's args, kept out of every wire view (the reference's shape):
+# the archs an arch filter matched, and the results over time for the charts.
+INTERNAL_ARGS = frozenset({"allowed_archs", "results_history"})
+
+
+def wire_args(args: dict[str, Any], *, spsa_history: bool = False) -> dict[str, Any]:
+    """A run's args as the API shows them; SPSA's parameter history only on request."""
+    shown = {key: value for key, value in args.items() if key not in INTERNAL_ARGS}
+    if "spsa" in shown and not spsa_history:
+        shown["spsa"] = {**shown["spsa"], "param_history": []}
+    return shown
+
+
 def run_view(run: RunRecord, *, history: bool = False) -> dict[str, Any]:
     """A run as `/api/get_run` and `/api/active_runs` show it (tasks left out)."""
-    args = dict(run.args)
-    args.pop("allowed_archs", None)
-    args.pop("results_history", None)  # ours, for the charts; not in the reference's shape
-    if "spsa" in args and not history:
-        args["spsa"] = {**args["spsa"], "param_history": []}
+    args = wire_args(run.args, spsa_history=history)
     return {
         "_id": run.id,
         "version": run.version,

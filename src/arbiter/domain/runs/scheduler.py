@@ -16,7 +16,7 @@ import msgspec
 
 from arbiter.domain.accounts import User
 from arbiter.domain.run_args import parse_time_control
-from arbiter.domain.runs.documents import hash_mib, results_view
+from arbiter.domain.runs.documents import hash_mib, results_view, wire_args
 from arbiter.domain.runs.ingest import deactivate
 from arbiter.domain.runs.registry import Change, RunContext, RunState
 from arbiter.domain.workers import BlockedMachines
@@ -222,9 +222,7 @@ class TaskScheduler:
 
     def _reply(self, assignment: Assignment) -> dict[str, Any]:
         run, task = assignment.state.run, assignment.task
-        args = {k: v for k, v in run.args.items() if k != "allowed_archs"}
-        if "spsa" in args:
-            args["spsa"] = {**args["spsa"], "param_history": []}
+        args = wire_args(run.args)
         args["book_sri"] = self._book_sri(str(args.get("book", ""))) or ""
         my_task = {"num_games": task.num_games, "start": task.start, "stats": results_view(task)}
         return {"run": {"_id": run.id, "args": args, "my_task": my_task}, "task_id": task.task_id}
