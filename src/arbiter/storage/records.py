@@ -129,6 +129,18 @@ class TaskRecord:
     spsa_params: dict[str, Any] | None
 
 
+def no_results() -> dict[str, Any]:
+    """A task's result fields before its first game: a new task, or a purged one."""
+    return {
+        "wins": 0,
+        "losses": 0,
+        "draws": 0,
+        "crashes": 0,
+        "time_losses": 0,
+        "pentanomial": [0, 0, 0, 0, 0],
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class NetRecord:
     name: str

@@ -16,7 +16,7 @@ from arbiter.domain.runs.outcome import run_action
 from arbiter.domain.runs.registry import Change, RunState
 from arbiter.stats.purge import aggregate_rows, bad_workers, crash_or_time, worker_row
 from arbiter.stats.sprt import sprt_results, update_sprt
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, no_results
 
 
 def bad_tasks(tasks: list[TaskRecord]) -> list[TaskRecord]:
@@ -60,18 +60,7 @@ def auto_purge_action(run: RunRecord, now: float, count: int) -> dict[str, objec
 
 
 def purged(task: TaskRecord) -> TaskRecord:
-    return replace(
-        task,
-        active=False,
-        bad=True,
-        wins=0,
-        losses=0,
-        draws=0,
-        crashes=0,
-        time_losses=0,
-        pentanomial=[0, 0, 0, 0, 0],
-        spsa_params=None,
-    )
+    return replace(task, active=False, bad=True, spsa_params=None, **no_results())
 
 
 def rescore(run: RunRecord) -> RunRecord:

@@ -23,7 +23,7 @@ from arbiter.domain.workers import BlockedMachines
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.protocol.workers import worker_names
 from arbiter.stats.scheduling import memory_need, task_size
-from arbiter.storage.records import TaskRecord
+from arbiter.storage.records import TaskRecord, no_results
 
 TOO_BUSY = "Request_task: the server is currently too busy, please try again later."
 NO_GAMES_LEFT = "Request_task: the run no longer needs games."
@@ -312,12 +312,7 @@ def _new_task(
         unique_key=worker.unique_key,
         remote_addr=remote_addr,
         worker_info=info,
-        wins=0,
-        losses=0,
-        draws=0,
-        crashes=0,
-        time_losses=0,
-        pentanomial=[0, 0, 0, 0, 0],
+        **no_results(),
         residual=None,
         spsa_params=None,
     )
