@@ -35,6 +35,7 @@ from typing import Any
 import msgspec
 
 from bench.httpclient import HttpError, Pool
+from tests.domain.runs.support import worker
 
 # Every time here is time.monotonic(): uvloop's loop.time() only moves once per
 # loop iteration, in whole milliseconds, which is too coarse for latencies.
@@ -213,25 +214,17 @@ class Fleet:
 
 
 def worker_info(username: str, prefix: str, rng: random.Random) -> dict[str, Any]:
+    """A fresh machine's worker_info (JSON values), its unique key from `rng`."""
     tail = "-".join(f"{rng.getrandbits(16):04x}" for _ in range(3))
-    return {
-        "uname": "Linux 6.1",
-        "architecture": ["64bit", "ELF"],
-        "concurrency": WORKER_CONCURRENCY,
-        "max_memory": 64000,
-        "min_threads": 1,
-        "username": username,
-        "version": 325,
-        "python_version": [3, 11, 7],
-        "gcc_version": [12, 2, 0],
-        "compiler": "g++",
-        "unique_key": f"{prefix}-{tail}-{rng.getrandbits(48):012x}",
-        "modified": False,
-        "worker_arch": "x86-64-avx2",
-        "ARCH": "?",
-        "nps": 800000.0,
-        "near_github_api_limit": False,
-    }
+    machine = worker(
+        username,
+        unique_key=f"{prefix}-{tail}-{rng.getrandbits(48):012x}",
+        concurrency=WORKER_CONCURRENCY,
+        max_memory=64000,
+        worker_arch="x86-64-avx2",
+    )
+    info: dict[str, Any] = msgspec.to_builtins(machine)
+    return info
 
 
 class SimWorker:

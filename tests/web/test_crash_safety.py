@@ -19,6 +19,7 @@ import httpx2 as httpx
 import pytest
 
 from bench import faults
+from tests.web.api_support import worker_info as api_worker_info
 from tests.web.live_server import (
     Server,
     create_token,
@@ -32,24 +33,9 @@ LOAD_SECONDS = 2.5
 
 
 def worker_info(index: int) -> dict[str, Any]:
-    return {
-        "uname": "Linux 6.1",
-        "architecture": ["64bit", "ELF"],
-        "concurrency": 1,
-        "max_memory": 4000,
-        "min_threads": 1,
-        "username": "alice",
-        "version": 325,
-        "python_version": [3, 11, 7],
-        "gcc_version": [12, 2, 0],
-        "compiler": "g++",
-        "unique_key": f"w{index:03d}-1234-5678-9abc-def012345678",
-        "modified": False,
-        "worker_arch": "x86-64",
-        "ARCH": "?",
-        "nps": 800000.0,
-        "near_github_api_limit": False,
-    }
+    return api_worker_info(
+        key=f"w{index:03d}", concurrency=1, max_memory=4000, worker_arch="x86-64"
+    )
 
 
 def stats_after(pairs: int) -> dict[str, Any]:

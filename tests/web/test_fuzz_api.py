@@ -26,6 +26,7 @@ from starlette.testclient import TestClient
 
 from arbiter.web.app import create_app
 from arbiter.web.settings import Settings
+from tests.web.api_support import worker_info as api_worker_info
 from tests.web.live_server import PASSWORD
 
 EXAMPLES = int(os.environ.get("ARBITER_TEST_FUZZ_EXAMPLES", "50"))
@@ -103,24 +104,7 @@ def bearer(token: str) -> dict[str, str]:
 
 
 def worker_info() -> dict[str, Any]:
-    return {
-        "uname": "Linux 6.1",
-        "architecture": ["64bit", "ELF"],
-        "concurrency": 4,
-        "max_memory": 8000,
-        "min_threads": 1,
-        "username": "alice",
-        "version": 325,
-        "python_version": [3, 11, 7],
-        "gcc_version": [12, 2, 0],
-        "compiler": "g++",
-        "unique_key": "fuzz0001-1234-5678-9abc-def012345678",
-        "modified": False,
-        "worker_arch": "x86-64-avx2",
-        "ARCH": "?",
-        "nps": 800000.0,
-        "near_github_api_limit": False,
-    }
+    return api_worker_info(key="fuzz0001", worker_arch="x86-64-avx2")
 
 
 # ---------------------------------------------------------------- strategies
