@@ -121,6 +121,18 @@ def users(client: TestClient) -> tuple[User, User]:
     return add_user(client, "alice"), add_user(client, "root", approver=True)
 
 
+@contextmanager
+def api_with_users(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch, *others: str
+) -> Iterator[TestClient]:
+    """The app on `database_url` with alice (a tester), root (an approver) and `others`."""
+    with api_client(api_settings(tmp_path, database_url), monkeypatch) as client:
+        users(client)
+        for name in others:
+            add_user(client, name)
+        yield client
+
+
 def user(client: TestClient, name: str) -> User:
     found = state(client).accounts.get_user(name)
     assert found is not None

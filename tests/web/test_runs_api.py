@@ -23,9 +23,7 @@ from arbiter.storage.base import MAX_ACTIONS_PER_QUERY
 from tests.domain.runs.support import pairs
 from tests.web.api_support import (
     actions,
-    add_user,
-    api_client,
-    api_settings,
+    api_with_users,
     approved,
     post,
     stored_run,
@@ -34,7 +32,6 @@ from tests.web.api_support import (
     take_task,
     unchanged,
     user,
-    users,
     wire,
     worker_body,
 )
@@ -49,9 +46,7 @@ SPSA = {"A": 0.1, "alpha": 0.602, "gamma": 0.101, "raw_params": "Tempo,20,0,50,5
 @pytest.fixture
 def api(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
     """The app on each backend with alice (a tester), root (an approver) and bob."""
-    with api_client(api_settings(tmp_path, database_url), monkeypatch) as client:
-        users(client)
-        add_user(client, "bob")
+    with api_with_users(tmp_path, database_url, monkeypatch, "bob") as client:
         yield client
 
 
@@ -60,9 +55,7 @@ def lite(
     tmp_path: Path, sqlite_database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[TestClient]:
     """The same on SQLite only: for refusals decided before storage matters."""
-    with api_client(api_settings(tmp_path, sqlite_database_url), monkeypatch) as client:
-        users(client)
-        add_user(client, "bob")
+    with api_with_users(tmp_path, sqlite_database_url, monkeypatch, "bob") as client:
         yield client
 
 

@@ -32,8 +32,7 @@ from tests.web.api_support import (
     PGN,
     actions,
     add_user,
-    api_client,
-    api_settings,
+    api_with_users,
     approved,
     post,
     stored_run,
@@ -41,7 +40,6 @@ from tests.web.api_support import (
     take_task,
     unchanged,
     user,
-    users,
     wire,
     worker_body,
     worker_info,
@@ -66,8 +64,7 @@ SPSA = {"raw_params": "Tempo,20,0,50,5,0.002\nAspiration,10,1,40,2,0.002"}
 @pytest.fixture
 def api(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
     """The app on each backend with alice (a tester) and root (an approver)."""
-    with api_client(api_settings(tmp_path, database_url), monkeypatch) as client:
-        users(client)
+    with api_with_users(tmp_path, database_url, monkeypatch) as client:
         yield client
 
 
@@ -76,8 +73,7 @@ def lite(
     tmp_path: Path, sqlite_database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[TestClient]:
     """The same on SQLite only: for refusals decided before storage is read."""
-    with api_client(api_settings(tmp_path, sqlite_database_url), monkeypatch) as client:
-        users(client)
+    with api_with_users(tmp_path, sqlite_database_url, monkeypatch) as client:
         yield client
 
 
