@@ -3,6 +3,7 @@
 Run:
   .venv/bin/python bench/capacity.py idle --connections 19000 [--hold 30] [--write]
   .venv/bin/python bench/capacity.py assign --runs 100 [--seconds 20] [--concurrency 64] [--write]
+  .venv/bin/python bench/capacity.py scheduler --runs 100 [--calls 3000] [--write]
 
 idle: open N keep-alive connections to one primary (each makes one real
   request_version), hold them, then prove every one is still served by a second
@@ -12,6 +13,10 @@ assign: 100 approved runs, then a closed loop of new machines asking for work
   (a caller told "too busy" pauses 20 ms):
   assignments per second, "too busy" replies, and no task handed out twice.
   The same loop against the hello server gives the ratio's denominator.
+scheduler: the same decisions without HTTP: `TaskScheduler.request_task` called
+  in this process on a SQLite file, durable commits (`synchronous=FULL`) against
+  a baseline whose commits skip the fsync (`synchronous=NORMAL`): what the
+  decision and its commit cost, and the fsync's share of it.
 Server pinned to CPU 0, this generator to CPU 1. Exit status 1 when a gate fails.
 """
 
@@ -20,16 +25,25 @@ import asyncio
 import json
 import random
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import msgspec
+from sqlalchemy import event
 
+from arbiter.domain.runs.service import Runs
+from arbiter.storage import Storage
+from arbiter.storage.engine import make_engine, sqlite_url
+from arbiter.web.bootstrap import prepare_database
 from bench import harness
 from bench.fleetsim import clock, worker_info
 from bench.httpclient import Connection, HttpError, Pool, encode_request
+from tests.domain.runs.support import approved_run, make_user, worker
 from tests.web.live_server import Server
 
 _decode = msgspec.json.Decoder().decode
@@ -197,8 +211,59 @@ async def assign(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     return lines, failed
 
 
-SCENARIOS = {"idle": idle, "assign": assign}
-TITLES = {"idle": "Idle connections held by one process", "assign": "request_task throughput"}
+# ---------------------------------------------------------------- the scheduler alone
+
+
+def scheduler_calls(scratch: Path, args: argparse.Namespace, synchronous: str) -> dict[str, float]:
+    """Microseconds of wall and CPU time per in-process request_task."""
+    engine = make_engine(sqlite_url(scratch))
+
+    @event.listens_for(engine, "connect")
+    def set_synchronous(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute(f"PRAGMA synchronous={synchronous}")
+
+    prepare_database(engine)
+    storage = Storage(engine)
+    runs = Runs(storage, task_gate=threading.Semaphore(5))
+    owner, approver = make_user(storage, "alice"), make_user(storage, "root", approver=True)
+    repo = harness.make_repo(scratch / "repo")
+    for _ in range(args.runs):
+        approved_run(runs, owner, approver, repo, num_games=3_000_000)
+    machines = [worker("alice", key=f"{i:08x}") for i in range(args.calls)]
+    wall, cpu = time.perf_counter(), time.process_time()
+    for i, machine in enumerate(machines):
+        reply = runs.scheduler.request_task(machine, owner, f"10.{i >> 8 & 255}.{i & 255}.1")
+        assert "task_id" in reply, reply
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    engine.dispose()
+    return {"wall_us": wall / args.calls * 1e6, "cpu_us": cpu / args.calls * 1e6}
+
+
+async def scheduler(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    with harness.scratch_dir("arbiter-scheduler-") as scratch:
+        durable = scheduler_calls(scratch / "full", args, "FULL")
+        baseline = scheduler_calls(scratch / "normal", args, "NORMAL")
+    print(json.dumps({"full": durable, "normal": baseline}), flush=True)
+    lines = [
+        f"- {args.calls} calls of `TaskScheduler.request_task` in one thread, {args.runs} active"
+        " runs, each call a new machine, SQLite file, no HTTP.",
+        f"- Durable commits (`synchronous=FULL`, as served): {durable['wall_us']:.0f} us of wall"
+        f" time and {durable['cpu_us']:.0f} us of CPU per assignment"
+        f" ({1e6 / durable['wall_us']:.0f} assignments/s on one thread).",
+        f"- Baseline, the same without the commit's fsync (`synchronous=NORMAL`):"
+        f" {baseline['wall_us']:.0f} us wall, {baseline['cpu_us']:.0f} us CPU; ratio durable /"
+        f" baseline {durable['wall_us'] / baseline['wall_us']:.2f} (wall),"
+        f" {durable['cpu_us'] / baseline['cpu_us']:.2f} (CPU).",
+    ]
+    return lines, []
+
+
+SCENARIOS = {"idle": idle, "assign": assign, "scheduler": scheduler}
+TITLES = {
+    "idle": "Idle connections held by one process",
+    "assign": "request_task throughput",
+    "scheduler": "request_task without HTTP: the scheduler and its commit",
+}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -209,6 +274,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=100, help="assign: active runs")
     parser.add_argument("--seconds", type=float, default=20.0, help="assign: duration")
     parser.add_argument("--concurrency", type=int, default=16, help="assign: callers")
+    parser.add_argument("--calls", type=int, default=3000, help="scheduler: request_task calls")
     parser.add_argument("--users", type=int, default=8)
     parser.add_argument("--database-url", default="", help="assign: PostgreSQL URL")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
