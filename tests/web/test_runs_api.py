@@ -690,6 +690,8 @@ def test_finished_runs_since_a_timestamp(api: TestClient, finished: dict[str, li
         ("", "page"),
         ("?page=0", "page"),
         ("?page=x", "page"),
+        ("?page=\u00b9", "page"),  # a digit to str.isdigit, not to int()
+        ("?page=" + "9" * 5000, "page"),
         ("?page=-1", "page"),
         ("?page=1&timestamp=12345", "timestamp"),
         ("?page=1&timestamp=yesterday", "timestamp"),
@@ -762,7 +764,7 @@ def test_get_task_masks_the_workers_identity(api: TestClient, repo_url: str) -> 
     assert get(api, f"/api/get_task/{run_id}/{task_id}")["active"] is False  # from storage
 
 
-@pytest.mark.parametrize("task", ["1", "abc", "-1"])
+@pytest.mark.parametrize("task", ["1", "abc", "-1", "\u00b9", "9" * 30])
 def test_get_task_of_an_unknown_task_is_404(lite: TestClient, repo_url: str, task: str) -> None:
     run_id = approved(lite, repo_url)
     take_task(lite)

@@ -44,3 +44,13 @@ def test_unknown_run_is_a_404_page(client: TestClient) -> None:
     reply = client.get("/tests/view/" + "0" * 24)
     assert reply.status_code == 404
     assert "There is no run" in reply.text
+
+
+def test_a_page_number_that_is_not_one_shows_the_first_page(
+    client: TestClient, repo_url: str
+) -> None:
+    run_id = submit(client, repo_url)
+    for page in ("\u00b9", "9" * 5000, "-2"):  # a superscript passes str.isdigit
+        assert client.get("/tests", params={"page": page}).status_code == 200
+        reply = client.get(f"/tests/view/{run_id}", params={"page": page})
+        assert reply.status_code == 200

@@ -22,6 +22,7 @@ from arbiter.storage.base import ActionFilter, FinishedRunFilter
 from arbiter.web.api import app_state
 from arbiter.web.errors import ApiError
 from arbiter.web.jsonio import json_reply, read_json_object
+from arbiter.web.params import whole_number
 
 _TIMESTAMP = re.compile(r"\d{10}(\.\d+)?")
 _RUN_ID = re.compile(r"[0-9a-f]{24}")
@@ -132,8 +133,8 @@ async def active_runs(request: Request) -> Response:
 
 async def finished_runs(request: Request) -> Response:
     params = request.query_params
-    page_text = params.get("page", "")
-    if not page_text.isdigit() or int(page_text) < 1:
+    page = whole_number(params.get("page", ""))
+    if page is None or page < 1:
         raise ApiError(400, "page: a page number from 1 is required")
     since = None
     if params.get("timestamp"):
@@ -148,7 +149,7 @@ async def finished_runs(request: Request) -> Response:
         since=since,
     )
     queries = app_state(request).runs.queries
-    runs = await run_in_threadpool(queries.finished_runs, int(page_text), run_filter)
+    runs = await run_in_threadpool(queries.finished_runs, page, run_filter)
     return _plain_json(runs)
 
 
@@ -161,10 +162,11 @@ async def get_run(request: Request) -> Response:
 async def get_task(request: Request) -> Response:
     run_id = _run_id(request)
     task_text = str(request.path_params["task_id"])
-    if not task_text.isdigit():
+    task_id = whole_number(task_text)
+    if task_id is None:
         raise ApiError(404, f"no task {task_text} in run {run_id}")
     queries = app_state(request).runs.queries
-    view = await run_in_threadpool(queries.get_task, run_id, int(task_text))
+    view = await run_in_threadpool(queries.get_task, run_id, task_id)
     return _plain_json(view)
 
 

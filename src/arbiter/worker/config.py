@@ -173,7 +173,7 @@ def _uuid_prefix(parser: configparser.ConfigParser, machine: Machine, data_dir: 
     text = parser.get("parameters", "uuid_prefix").strip()
     if text == HARDWARE_PREFIX:
         seed_text = parser.get("private", "hw_seed").strip()
-        if not seed_text.isdigit():
+        if not (seed_text.isascii() and seed_text.isdigit()):
             raise ConfigError(f"hw_seed: {seed_text!r} must be a whole number (or delete it)")
         return hardware_prefix(int(seed_text), machine.machine_id, data_dir)
     if not _PREFIX.fullmatch(text):

@@ -19,6 +19,7 @@ from arbiter.stats.purge import (
     worker_row,
 )
 from arbiter.storage.records import TaskRecord
+from arbiter.web.params import page_number
 
 TASKS_PER_PAGE = 50
 
@@ -113,8 +114,7 @@ def modify_values(detail: RunDetail) -> dict[str, Any]:
 
 def page_query(params: Mapping[str, str]) -> tuple[int, str, bool]:
     """(page, sort, descending) of the tasks table from the query string."""
-    page_text = params.get("page", "1")
-    page = int(page_text) if page_text.isdigit() and 0 < int(page_text) < 10**6 else 1
+    page = page_number(params.get("page", "1"))
     sort = params.get("sort", "task")
     return page, sort if sort in SORTS else "task", params.get("order") == "desc"
 

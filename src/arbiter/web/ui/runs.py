@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from arbiter.domain.errors import NotFound
 from arbiter.web.api import app_state
+from arbiter.web.params import page_number
 from arbiter.web.state import AppState
 from arbiter.web.templating import render
 from arbiter.web.ui import run_charts, run_format, run_view
@@ -24,8 +25,7 @@ LIVE_DONE = 286  # "final state, stop polling" (the reference's htmx convention)
 
 
 async def tests(request: Request) -> Response:
-    page_text = request.query_params.get("page", "1")
-    page = int(page_text) if page_text.isdigit() and 0 < int(page_text) < 10**6 else 1
+    page = page_number(request.query_params.get("page", "1"))
     overview = await run_in_threadpool(app_state(request).runs.queries.overview, page)
     context = {"overview": overview, "page": page, "fmt": run_format}
     if request.query_params.get("live"):
