@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.files.pgns import decode_pgn_upload
+from arbiter.domain.runs.scheduler import too_busy
 from arbiter.protocol.messages import (
     BeatRequest,
     FailedTaskRequest,
@@ -37,9 +38,12 @@ async def request_task(request: Request) -> Response:
     body = await read_body(request, RequestTaskRequest)
     user = await authenticated_worker(request, body)
     scheduler = app_state(request).runs.scheduler
-    reply = await run_in_threadpool(
-        scheduler.request_task, body.worker_info, user, remote_address(request)
-    )
+    with scheduler.admitted() as entered:
+        if not entered:
+            return json_reply(request, too_busy())
+        reply = await run_in_threadpool(
+            scheduler.assign_task, body.worker_info, user, remote_address(request)
+        )
     return json_reply(request, reply)
 
 

@@ -1,14 +1,16 @@
 """request_task: which run a worker should play next, and the task it gets (reference 4).
 
-The seeds' admission gate comes first: a non-blocking semaphore, then one lock
+The seeds' admission gate comes first: a non-blocking semaphore (passed on the
+event loop, so a refused caller never takes a threadpool token), then one lock
 for the whole decision, so at most TASK_SEMAPHORE_SIZE threadpool tokens ever
 wait here and beats and result updates never queue behind scheduling.
-Runs in the threadpool.
+Everything but `admitted` runs in the threadpool.
 """
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +50,11 @@ OUTRANKED = "outranked by another run (priority or share of cores)"
 # gate ("too busy"). If every suitable run is busy, it waits for the best one.
 RUN_LOCK_PATIENCE = 0.02
 NEEDS_KEPT = 1000  # runs whose static needs are remembered before finished ones are dropped
+
+
+def too_busy() -> dict[str, Any]:
+    """The reply to a request_task refused by the admission gate."""
+    return {"task_waiting": False, "info": TOO_BUSY}
 
 
 class _RunBusy(Exception):  # noqa: N818 - a signal, not an error
@@ -104,16 +111,29 @@ class TaskScheduler:
 
     def request_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """The reply body of /api/request_task (without `duration`)."""
-        if not self._gate.acquire(blocking=False):
-            return {"task_waiting": False, "info": TOO_BUSY}
+        with self.admitted() as entered:
+            return self.assign_task(worker, user, remote_addr) if entered else too_busy()
+
+    @contextmanager
+    def admitted(self) -> Iterator[bool]:
+        """The admission gate: whether this caller got in, without waiting.
+
+        Never blocks, so the web layer passes it on the event loop and a caller
+        that is refused is answered without taking a threadpool token."""
+        entered = self._gate.acquire(blocking=False)
         try:
-            with self._lock:
-                refusal = self._refusal(worker, user, remote_addr)
-                if refusal is not None:
-                    return {"task_waiting": False, "error": refusal}
-                assignment = self._assign(worker, remote_addr)
+            yield entered
         finally:
-            self._gate.release()
+            if entered:
+                self._gate.release()
+
+    def assign_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
+        """request_task for a caller inside the admission gate (threadpool)."""
+        with self._lock:
+            refusal = self._refusal(worker, user, remote_addr)
+            if refusal is not None:
+                return {"task_waiting": False, "error": refusal}
+            assignment = self._assign(worker, remote_addr)
         if assignment is None:
             return {"task_waiting": False}
         return self._reply(assignment)
