@@ -1,7 +1,6 @@
 """Runs as documents: a new run's `args` from a validated submission, and the
 wire views the API serves (the reference's shapes)."""
 
-import functools
 import hashlib
 import math
 import os
@@ -146,9 +145,8 @@ def new_run_record(run_id: str, username: str, args: dict[str, Any], now: float)
     )
 
 
-@functools.lru_cache(maxsize=4096)
 def hash_mib(options: str) -> int:
-    """The Hash option in MiB. Cached: the scheduler asks it of every run on every request_task."""
+    """The Hash option in MiB (the engine's default when the options do not set it)."""
     value = option_value(options, "Hash")
     try:
         return int(value) if value is not None else DEFAULT_HASH_MIB
