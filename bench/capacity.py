@@ -217,7 +217,8 @@ async def assign(args: argparse.Namespace) -> tuple[list[str], list[str]]:
 
 
 def scheduler_calls(scratch: Path, args: argparse.Namespace, synchronous: str) -> dict[str, float]:
-    """Microseconds of wall and CPU time per in-process request_task."""
+    """Microseconds of wall and CPU time per in-process request_task, and the bytes
+    each further task keeps in memory."""
     engine = make_engine(sqlite_url(scratch))
 
     @event.listens_for(engine, "connect")
