@@ -10,7 +10,7 @@ from bench import capacity
 
 def test_scheduler_benchmark_hands_out_a_task_per_call(tmp_path: Path) -> None:
     args = argparse.Namespace(runs=3, calls=20)
-    for synchronous in ("FULL", "NORMAL"):
-        figures = capacity.scheduler_calls(tmp_path / synchronous, args, synchronous)
+    for durable in (True, False):
+        figures = capacity.scheduler_calls(tmp_path / str(durable), args, durable=durable)
         assert figures["wall_us"] > 0
         assert figures["cpu_us"] > 0

@@ -4,7 +4,8 @@ SQLite is the embedded default. It runs in WAL mode (readers never wait for the
 writer) with a busy timeout, and every write transaction starts with
 `BEGIN IMMEDIATE`: a deferred transaction that later tries to write can fail at
 once with "database is locked" whatever the timeout, an immediate one waits its
-turn. `synchronous=FULL` makes every commit durable before we reply.
+turn. Commits use `synchronous=NORMAL` and are made durable by a group fsync
+of the WAL before anyone is answered (`storage/durability.py`).
 
 Writers of one process also queue on a Python lock before `BEGIN IMMEDIATE`.
 SQLite's own busy handler polls with sleeps that grow to 100 ms, so under a
@@ -18,7 +19,8 @@ PostgreSQL is reached through psycopg 3; `postgresql://` URLs are accepted as is
 import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +28,23 @@ import msgspec
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
+from arbiter.storage import durability
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _BEGIN_OPTION = "arbiter_sqlite_begin"
-# SQLite engines -> the lock their writers take (reentrant: a nested write on this
-# thread meets SQLite's busy timeout, as without the lock, instead of hanging).
-_WRITE_LOCKS: "weakref.WeakKeyDictionary[Engine, threading.RLock]" = weakref.WeakKeyDictionary()
+
+
+@dataclass(eq=False)
+class _SqliteWriters:
+    """What the writers of one SQLite engine share."""
+
+    # Reentrant: a nested write on this thread meets SQLite's busy timeout, as
+    # without the lock, instead of hanging.
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    sync: durability.WalSync | None = None  # None: an in-memory database
+
+
+_WRITERS: "weakref.WeakKeyDictionary[Engine, _SqliteWriters]" = weakref.WeakKeyDictionary()
 
 
 def encode_json(value: object) -> str:
@@ -74,8 +88,9 @@ def make_engine(url: str, *, pool_size: int = 20) -> Engine:
 
 def _sqlite_engine(url: str, pool_size: int) -> Engine:
     database = make_url(url).database
-    if database and database != ":memory:":
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    on_disk = bool(database) and database != ":memory:"
+    if on_disk:
+        Path(str(database)).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
         url,
         json_serializer=encode_json,
@@ -90,8 +105,15 @@ def _sqlite_engine(url: str, pool_size: int) -> Engine:
     )
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin_sqlite_transaction)
-    _WRITE_LOCKS[engine] = threading.RLock()
+    sync = durability.WalSync(Path(str(database)).resolve()) if on_disk else None
+    _WRITERS[engine] = _SqliteWriters(sync=sync)
     return engine
+
+
+def wal_sync(engine: Engine) -> durability.WalSync | None:
+    """The group-commit syncs of a SQLite file's engine (None for other engines)."""
+    writers = _WRITERS.get(engine)
+    return writers.sync if writers is not None else None
 
 
 def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
@@ -102,7 +124,7 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
     try:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA synchronous=NORMAL")  # see storage/durability.py
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:
         cursor.close()
@@ -115,12 +137,22 @@ def _begin_sqlite_transaction(connection: Connection) -> None:
 
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
-    """A transaction that will write: committed on success, rolled back on error."""
-    lock = _WRITE_LOCKS.get(engine)
-    with lock if lock is not None else nullcontext(), engine.connect() as connection:
+    """A transaction that will write: committed on success, rolled back on error.
+
+    Returns once the commit is durable, or, inside `durability.deferred()`,
+    once SQLite has it and the block's exit will wait for the rest."""
+    writers = _WRITERS.get(engine)
+    if writers is None:  # PostgreSQL makes each commit durable itself
+        with engine.connect() as connection, connection.begin():
+            yield connection
+        return
+    with writers.lock, engine.connect() as connection:
         connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
         with connection.begin():
             yield connection
+        ticket = writers.sync.ticket() if writers.sync is not None else 0
+    if writers.sync is not None:
+        durability.settle(writers.sync, ticket)
 
 
 @contextmanager

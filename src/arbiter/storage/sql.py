@@ -17,6 +17,7 @@ import psycopg
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
+from arbiter.storage import durability
 from arbiter.storage.base import (
     ActionStore,
     BookStore,
@@ -103,6 +104,14 @@ class Storage:
     def write(self) -> Iterator[Tx]:
         with _available(), write_transaction(self.engine) as connection:
             yield Tx(connection)
+
+    @contextmanager
+    def durable_on_exit(self) -> Iterator[None]:
+        """Writes inside this block return before their commit is durable; the
+        block's exit waits for that. Open it around a lock held while writing,
+        so that lock is not held while the disk syncs (`storage/durability.py`)."""
+        with durability.deferred():
+            yield
 
     @contextmanager
     def read(self) -> Iterator[Tx]:

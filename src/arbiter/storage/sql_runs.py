@@ -12,10 +12,31 @@ from arbiter.storage.schema import runs, tasks
 LTC_TC_BASE = 40.0  # seconds: a run is "long time control" from 40 s per game on
 
 
+_RUN_COLUMNS = tuple(spec.name for spec in fields(RunRecord))
+_TASK_COLUMNS = tuple(spec.name for spec in fields(TaskRecord))
+
+
 def _values(record: RunRecord | TaskRecord) -> dict[str, Any]:
     """The record's columns, shallow: `asdict` would deep-copy the run's args (its
     SPRT state and results history) on every result update, only to encode them."""
-    return {spec.name: getattr(record, spec.name) for spec in fields(record)}
+    names = _RUN_COLUMNS if isinstance(record, RunRecord) else _TASK_COLUMNS
+    return {name: getattr(record, name) for name in names}
+
+
+def _changed_values(
+    record: RunRecord | TaskRecord, stored: RunRecord | TaskRecord
+) -> dict[str, Any]:
+    """The columns whose value is not the very object the stored row was made from.
+
+    Records are immutable values (nothing changes a run's args in place), so a
+    field holding the same object holds the same value: a result update leaves
+    the run's args and the task's worker_info unencoded and unsent."""
+    names = _RUN_COLUMNS if isinstance(record, RunRecord) else _TASK_COLUMNS
+    return {
+        name: value
+        for name in names
+        if (value := getattr(record, name)) is not getattr(stored, name)
+    }
 
 
 # The hot writes (every result update and assignment) as constant statements: the
@@ -48,10 +69,12 @@ class SqlRunStore:
         row = self._connection.execute(select(runs).where(runs.c.id == run_id)).one_or_none()
         return None if row is None else _run(row)
 
-    def save(self, run: RunRecord) -> None:
-        values = _values(run)
-        values["key_id"] = values.pop("id")
-        self._connection.execute(_UPDATE_RUN, values)
+    def save(self, run: RunRecord, stored: RunRecord | None = None) -> None:
+        values = _values(run) if stored is None else _changed_values(run, stored)
+        values.pop("id", None)
+        if values:
+            values["key_id"] = run.id
+            self._connection.execute(_UPDATE_RUN, values)
 
     def unfinished(self) -> list[RunRecord]:
         query = select(runs).where(runs.c.finished.is_(False)).order_by(runs.c.start_time)
@@ -101,10 +124,13 @@ class SqlTaskStore:
         row = self._connection.execute(query).one_or_none()
         return None if row is None else _task(row)
 
-    def save(self, task: TaskRecord) -> None:
-        values = _values(task)
-        values["key_run_id"], values["key_task_id"] = values.pop("run_id"), values.pop("task_id")
-        self._connection.execute(_UPDATE_TASK, values)
+    def save(self, task: TaskRecord, stored: TaskRecord | None = None) -> None:
+        values = _values(task) if stored is None else _changed_values(task, stored)
+        values.pop("run_id", None)
+        values.pop("task_id", None)
+        if values:
+            values["key_run_id"], values["key_task_id"] = task.run_id, task.task_id
+            self._connection.execute(_UPDATE_TASK, values)
 
     def for_run(self, run_id: str) -> list[TaskRecord]:
         query = select(tasks).where(tasks.c.run_id == run_id).order_by(tasks.c.task_id)

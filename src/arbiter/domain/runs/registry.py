@@ -173,25 +173,29 @@ class RunContext:
         """Write `change` durably, then publish it. Caller holds `state.lock`."""
         change.run = replace(change.run, last_updated=self.clock())
         with self.storage.write() as tx:
-            write_change(tx, change)
+            write_change(tx, change, state)
         self.registry.publish(state, change)
 
     @contextmanager
     def locked(self, run_id: str) -> Iterator[RunState | None]:
+        """The run, under its lock. Commits made inside become durable after the
+        lock is released, so the next change of the run does not wait for the disk."""
         state = self.registry.get(run_id)
         if state is None:
             yield None
             return
-        with state.lock:
+        with self.storage.durable_on_exit(), state.lock:
             # The run may have finished (and left the registry) while we waited.
             yield state if self.registry.get(run_id) is state else None
 
 
-def write_change(tx: Tx, change: Change) -> None:
+def write_change(tx: Tx, change: Change, stored: RunState) -> None:
+    """Write what `change` changes in `stored`, the run as committed so far (memory
+    holds what storage holds: changes are published only once committed)."""
     for task in change.added:
         tx.tasks.add(task)
     for task in change.saved:
-        tx.tasks.save(task)
-    tx.runs.save(change.run)
+        tx.tasks.save(task, stored.tasks[task.task_id])
+    tx.runs.save(change.run, stored.run)
     for entry in change.log:
         actions.record(tx, **entry)

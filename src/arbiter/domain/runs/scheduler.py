@@ -128,8 +128,11 @@ class TaskScheduler:
                 self._gate.release()
 
     def assign_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
-        """request_task for a caller inside the admission gate (threadpool)."""
-        with self._lock:
+        """request_task for a caller inside the admission gate (threadpool).
+
+        The new task's commit becomes durable after the scheduler's lock is
+        released: the next caller decides while the disk syncs."""
+        with self._context.storage.durable_on_exit(), self._lock:
             refusal = self._refusal(worker, user, remote_addr)
             if refusal is not None:
                 return {"task_waiting": False, "error": refusal}

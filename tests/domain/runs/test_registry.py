@@ -1,0 +1,54 @@
+"""RunContext.commit: a change is written as what differs from the stored run."""
+
+from dataclasses import replace
+
+from arbiter.domain.accounts import User
+from arbiter.domain.runs.service import Runs
+from arbiter.storage import Storage
+from tests.domain.runs.support import approved_run, pairs, take_task, worker
+
+
+def stored_run_and_task(storage: Storage, run_id: str, task_id: int) -> tuple[int, int]:
+    with storage.read() as tx:
+        run, task = tx.runs.get(run_id), tx.tasks.get(run_id, task_id)
+    assert run is not None
+    assert task is not None
+    return run.failures, task.crashes
+
+
+def test_a_commit_writes_only_the_fields_it_changed(
+    runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
+) -> None:
+    """Columns the change left alone are not rewritten: a value put in the row
+    behind memory's back (here, by hand) survives an assignment and a result."""
+    run_id = approved_run(runs, alice, root, repo_url, num_games=2000)
+    task_id = take_task(runs, alice, worker())["task_id"]
+    with storage.write() as tx:
+        run, task = tx.runs.get(run_id), tx.tasks.get(run_id, task_id)
+        assert run is not None
+        assert task is not None
+        tx.runs.save(replace(run, failures=41))
+        tx.tasks.save(replace(task, crashes=42))
+    take_task(runs, alice, worker(key="other"), addr="10.0.0.2")
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=4))
+    assert stored_run_and_task(storage, run_id, task_id) == (41, 42)
+    with storage.read() as tx:
+        stored = tx.runs.get(run_id)
+        assert stored is not None
+    assert (stored.draws, stored.workers) == (8, 2)
+
+
+def test_a_save_without_the_stored_record_writes_every_field(
+    runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
+) -> None:
+    run_id = approved_run(runs, alice, root, repo_url, num_games=2000)
+    task_id = take_task(runs, alice, worker())["task_id"]
+    with storage.write() as tx:
+        run, task = tx.runs.get(run_id), tx.tasks.get(run_id, task_id)
+        assert run is not None
+        assert task is not None
+        tx.runs.save(replace(run, failures=41))
+        tx.tasks.save(replace(task, crashes=42))
+        tx.runs.save(run)
+        tx.tasks.save(task)
+    assert stored_run_and_task(storage, run_id, task_id) == (0, 0)

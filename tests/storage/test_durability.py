@@ -1,0 +1,128 @@
+"""Group commit on SQLite: every write is synced before it returns (or before the
+`durable_on_exit` block around it ends), and one sync serves many commits."""
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from arbiter.storage import Storage
+from arbiter.storage.durability import WalSync, deferred
+from arbiter.storage.engine import make_engine, sqlite_url
+from arbiter.storage.engine import wal_sync as engine_wal_sync
+
+
+@pytest.fixture
+def sqlite_file_storage(tmp_path: Path) -> Iterator[Storage]:
+    engine = make_engine(sqlite_url(tmp_path), pool_size=8)
+    storage = Storage(engine)
+    with storage.write() as tx:  # creates the schema-less database and its WAL
+        tx.connection.exec_driver_sql("CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT)")
+    yield storage
+    engine.dispose()
+
+
+def wal_sync(storage: Storage) -> WalSync:
+    sync = engine_wal_sync(storage.engine)
+    assert sync is not None
+    return sync
+
+
+def put(storage: Storage, key: str) -> None:
+    with storage.write() as tx:
+        tx.connection.exec_driver_sql("INSERT INTO kv VALUES (?, 'v')", (key,))
+
+
+def test_connections_leave_the_per_commit_sync_to_us(sqlite_file_storage: Storage) -> None:
+    with sqlite_file_storage.read() as tx:
+        assert tx.connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+
+
+def test_a_write_outside_any_block_is_synced_before_it_returns(
+    sqlite_file_storage: Storage,
+) -> None:
+    sync = wal_sync(sqlite_file_storage)
+    before = sync.syncs
+    put(sqlite_file_storage, "a")
+    put(sqlite_file_storage, "b")
+    assert sync.syncs == before + 2
+
+
+def test_writes_inside_a_block_are_synced_once_when_it_ends(
+    sqlite_file_storage: Storage,
+) -> None:
+    sync = wal_sync(sqlite_file_storage)
+    before = sync.syncs
+    with sqlite_file_storage.durable_on_exit():
+        for key in "abc":
+            put(sqlite_file_storage, key)
+        with sqlite_file_storage.durable_on_exit():  # nested: the outer block waits
+            put(sqlite_file_storage, "d")
+        assert sync.syncs == before
+    assert sync.syncs == before + 1
+
+
+def test_the_block_syncs_even_when_it_ends_with_an_error(sqlite_file_storage: Storage) -> None:
+    sync = wal_sync(sqlite_file_storage)
+    before = sync.syncs
+
+    def write_then_fail() -> None:
+        with sqlite_file_storage.durable_on_exit():
+            put(sqlite_file_storage, "a")
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        write_then_fail()
+    assert sync.syncs == before + 1
+
+
+def test_one_sync_covers_every_commit_made_before_it_began(tmp_path: Path) -> None:
+    (tmp_path / "db-wal").write_bytes(b"frames")
+    sync = WalSync(tmp_path / "db")
+    tickets = [sync.ticket() for _ in range(3)]
+    sync.wait(tickets[0])
+    assert sync.syncs == 1
+    for ticket in tickets:
+        sync.wait(ticket)
+    assert sync.syncs == 1
+    sync.wait(sync.ticket())
+    assert sync.syncs == 2
+
+
+def test_a_missing_wal_means_nothing_is_left_to_sync(tmp_path: Path) -> None:
+    sync = WalSync(tmp_path / "db")  # the last connection checkpointed and removed it
+    sync.wait(sync.ticket())
+    assert sync.syncs == 0
+
+
+def test_concurrent_writers_share_syncs_and_all_commit(sqlite_file_storage: Storage) -> None:
+    sync = wal_sync(sqlite_file_storage)
+    before = sync.syncs
+    threads, writes = 8, 25
+    barrier = threading.Barrier(threads)
+
+    def write_many(thread: int) -> None:
+        barrier.wait()
+        for index in range(writes):
+            put(sqlite_file_storage, f"{thread}-{index}")
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for future in [pool.submit(write_many, thread) for thread in range(threads)]:
+            future.result()
+    with sqlite_file_storage.read() as tx:
+        count = tx.connection.exec_driver_sql("SELECT count(*) FROM kv").scalar()
+    assert count == threads * writes
+    assert sync.syncs - before <= threads * writes  # never more than one per commit
+
+
+def test_a_block_on_one_thread_does_not_defer_another_threads_writes(
+    sqlite_file_storage: Storage,
+) -> None:
+    sync = wal_sync(sqlite_file_storage)
+    with deferred():
+        before = sync.syncs
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(put, sqlite_file_storage, "other").result()
+        assert sync.syncs == before + 1
