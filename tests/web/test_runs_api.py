@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from arbiter.domain import actions as audit
 from arbiter.domain.runs.documents import new_run_id
-from arbiter.domain.runs.scheduler import ARCH, NOT_APPROVED, TOO_MANY_THREADS
+from arbiter.domain.runs.ranking import ARCH, NOT_APPROVED, TOO_MANY_THREADS
 from arbiter.storage.base import MAX_ACTIONS_PER_QUERY
 from tests.domain.runs.support import pairs
 from tests.web.api_support import (

@@ -41,9 +41,8 @@ async def request_task(request: Request) -> Response:
     with scheduler.admitted() as entered:
         if not entered:
             return json_reply(request, too_busy())
-        reply = await run_in_threadpool(
-            scheduler.assign_task, body.worker_info, user, remote_address(request)
-        )
+        # Answered by the scheduling thread; waiting holds no threadpool thread.
+        reply = await scheduler.assign_task_async(body.worker_info, user, remote_address(request))
     return json_reply(request, reply)
 
 

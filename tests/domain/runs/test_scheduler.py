@@ -4,13 +4,8 @@ import threading
 from typing import Any
 
 from arbiter.domain.accounts import User
-from arbiter.domain.runs.scheduler import (
-    NOT_APPROVED,
-    RUN_LOCK_PATIENCE,
-    TOO_BUSY,
-    TOO_MANY_THREADS,
-    TaskScheduler,
-)
+from arbiter.domain.runs.ranking import NOT_APPROVED, TOO_MANY_THREADS
+from arbiter.domain.runs.scheduler import RUN_LOCK_PATIENCE, TOO_BUSY, TaskScheduler
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
 from tests.domain.runs.support import approved_run, submit, take_task, worker

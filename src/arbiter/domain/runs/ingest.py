@@ -50,16 +50,33 @@ def deactivate(
 ) -> bool:
     """Take a task away from its worker (stale or dead); False if it was not active."""
     with context.locked(run_id) as state:
-        if state is None or task_id >= len(state.tasks) or not state.tasks[task_id].active:
+        if state is None:
             return False
-        task = state.tasks[task_id]
         change = Change(state.run)
-        change.save_task(task, replace(task, active=False, spsa_params=None))
-        now = context.clock()
-        where = {"task_id": task_id, "worker": task_worker_name(task)}
-        change.log.append(run_action(state.run, action, task.username, message, now, **where))
+        if not retire_task(state, change, task_id, message, now=context.clock(), action=action):
+            return False
         context.commit(state, change)
         return True
+
+
+def retire_task(
+    state: RunState,
+    change: Change,
+    task_id: int,
+    message: str,
+    *,
+    now: float,
+    action: str = "failed_task",
+) -> bool:
+    """Add to `change` (of `state`, whose lock the caller holds) the task's taking
+    away, with its action; False if the task is not active."""
+    if task_id >= len(state.tasks) or not change.current(state.tasks[task_id]).active:
+        return False
+    task = change.current(state.tasks[task_id])
+    change.save_task(task, replace(task, active=False, spsa_params=None))
+    where = {"task_id": task_id, "worker": task_worker_name(task)}
+    change.log.append(run_action(change.run, action, task.username, message, now, **where))
+    return True
 
 
 def task_worker_name(task: TaskRecord) -> str:

@@ -10,8 +10,8 @@ from typing import Any
 from arbiter.domain.errors import NotFound
 from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.documents import run_view, task_view
+from arbiter.domain.runs.ranking import NO_GAMES, NOT_APPROVED
 from arbiter.domain.runs.registry import RunContext, RunState
-from arbiter.domain.runs.scheduler import NO_GAMES, NOT_APPROVED
 from arbiter.stats.sprt import sprt_results
 from arbiter.stats.sprt_elo import sprt_elo
 from arbiter.stats.sprt_forecast import sprt_forecast

@@ -171,10 +171,19 @@ class RunContext:
 
     def commit(self, state: RunState, change: Change) -> None:
         """Write `change` durably, then publish it. Caller holds `state.lock`."""
-        change.run = replace(change.run, last_updated=self.clock())
+        self.commit_many([(state, change)])
+
+    def commit_many(self, changes: list[tuple[RunState, Change]]) -> None:
+        """Write the changes of several runs in one transaction, then publish them
+        all. Caller holds the lock of every one of these runs."""
+        now = self.clock()
+        for _, change in changes:
+            change.run = replace(change.run, last_updated=now)
         with self.storage.write() as tx:
-            write_change(tx, change, state)
-        self.registry.publish(state, change)
+            for state, change in changes:
+                write_change(tx, change, state)
+        for state, change in changes:
+            self.registry.publish(state, change)
 
     @contextmanager
     def locked(self, run_id: str) -> Iterator[RunState | None]:

@@ -1,55 +1,54 @@
 """request_task: which run a worker should play next, and the task it gets (reference 4).
 
-The seeds' admission gate comes first: a non-blocking semaphore (passed on the
-event loop, so a refused caller never takes a threadpool token), then one lock
-for the whole decision, so at most TASK_SEMAPHORE_SIZE threadpool tokens ever
-wait here and beats and result updates never queue behind scheduling.
-Everything but `admitted` runs in the threadpool.
+The seeds' admission gate comes first: a non-blocking semaphore, passed on the
+event loop, so at most TASK_SEMAPHORE_SIZE calls are ever inside and a caller
+told "too busy" costs nothing more. The seeds' one lock around the decision
+becomes one scheduling thread: it takes every call waiting at once, decides
+them one after another (each decision sees those before it), commits all
+their tasks in one transaction, waits once for that to be durable, then
+answers them. A batch of calls costs one transaction and one fsync, and a
+call waiting its turn holds no threadpool thread. The thread starts when a
+call comes and ends after IDLE_SECONDS without one.
+
+Threads: `admitted` and `assign_task_async` run on the event loop (they only
+touch the queue, under a lock held for a few list operations); `request_task`
+and `assign_task` in any other thread (they block until answered);
+everything else on the scheduling thread.
 """
 
-import math
+import asyncio
+import contextlib
 import threading
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from arbiter.domain.accounts import User
-from arbiter.domain.run_args import parse_time_control
-from arbiter.domain.runs.documents import hash_mib, results_view, wire_args
-from arbiter.domain.runs.ingest import deactivate
-from arbiter.domain.runs.registry import Change, RunContext, RunState
+from arbiter.domain.runs.documents import results_view, wire_args
+from arbiter.domain.runs.ingest import retire_task
+from arbiter.domain.runs.ranking import OUTRANKED, RunNeeds, ranked, task_games, unsuitable
+from arbiter.domain.runs.registry import Change, Registry, RunContext, RunState
 from arbiter.domain.workers import BlockedMachines
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.protocol.workers import worker_names
-from arbiter.stats.scheduling import memory_need, task_size
-from arbiter.storage.records import TaskRecord, no_results
+from arbiter.storage.records import RunRecord, TaskRecord, no_results
 
 TOO_BUSY = "Request_task: the server is currently too busy, please try again later."
-NO_GAMES_LEFT = "Request_task: the run no longer needs games."
 DUPLICATE_WINDOW = 120.0  # s: a same-named worker heard from this recently is still alive
-SPSA_CORE_BUDGET = 200_000.0  # an SPSA run gets at most this / sqrt(#params) cores
-
-# Why a run was not given to a worker that asked (shown by /api/get_run).
-NOT_APPROVED = "not approved yet"
-TOO_MANY_THREADS = "needs more threads than the worker has cores"
-TOO_FEW_THREADS = "uses fewer threads than the worker's min_threads"
-NO_GAMES = "all its games are already assigned"
-MEMORY = "needs more memory than the worker offers"
-ARCH = "arch_filter excludes the worker's arch"
-COMPILER = "pinned to another compiler"
-SPSA_CAP = "SPSA core cap reached"
-OUTRANKED = "outranked by another run (priority or share of cores)"
-
+STALE_TASK = "Stale active task"
 
 # How long the scheduler waits for a run busy committing results before it tries
-# the next run in rank order. Waiting longer holds the one scheduler lock while
-# result updates of that run commit, and request_task callers pile up at the
-# gate ("too busy"). If every suitable run is busy, it waits for the best one.
+# the next run in rank order. Waiting longer holds up every call queued behind
+# this one while result updates of that run commit. If every suitable run is
+# busy, it waits for the best one.
 RUN_LOCK_PATIENCE = 0.02
 NEEDS_KEPT = 1000  # runs whose static needs are remembered before finished ones are dropped
+BATCH_MAX = 64  # calls decided and committed together at most
+IDLE_SECONDS = 2.0  # the scheduling thread ends after this long without a call
 
 
 def too_busy() -> dict[str, Any]:
@@ -67,31 +66,64 @@ class Assignment:
     task: TaskRecord
 
 
-@dataclass(frozen=True, slots=True)
-class _Needs:
-    """What a run asks of a worker that never changes while it runs (`/tests/modify`
-    cannot touch these), worked out once instead of on every request_task."""
+@dataclass(eq=False)
+class _Call:
+    """One request_task waiting for the scheduling thread, and how it is answered:
+    through an asyncio future on its event loop, or by setting `done`."""
 
-    threads: int
-    hash_new: int  # MiB
-    hash_base: int
-    allowed_archs: Any
-    compiler: str
-    spsa_cap: float | None
+    worker: WorkerInfo
+    user: User
+    remote_addr: str
+    loop: asyncio.AbstractEventLoop | None = None
+    future: "asyncio.Future[dict[str, Any]] | None" = None
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: dict[str, Any] | Exception | None = None
+    short_name: str = field(init=False)
 
-    @classmethod
-    def of(cls, args: dict[str, Any]) -> "_Needs":
-        spsa = args.get("spsa")
-        return cls(
-            threads=int(args["threads"]),
-            hash_new=hash_mib(args["new_options"]),
-            hash_base=hash_mib(args["base_options"]),
-            allowed_archs=args.get("allowed_archs"),
-            compiler=str(args.get("compiler") or ""),
-            spsa_cap=None
-            if spsa is None
-            else SPSA_CORE_BUDGET / math.sqrt(max(1, len(spsa["params"]))),
-        )
+    def __post_init__(self) -> None:
+        self.short_name = worker_names(self.worker)[1]
+
+
+class _Batch:
+    """Decisions of one batch not yet committed: per run, its change. A run's lock is
+    held from the first decision that touches it until the batch ends, and every
+    later decision reads the run as the change leaves it."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self.changes: dict[str, tuple[RunState, Change]] = {}
+        self.runs: dict[str, RunRecord] = {}  # what `ranked` reads for pending runs
+        self.per_address: Counter[tuple[str, str]] = Counter()  # tasks handed out here
+
+    def run(self, state: RunState) -> RunRecord:
+        return self.runs.get(state.run.id, state.run) if self.runs else state.run
+
+    def hold(self, state: RunState, patience: float | None) -> Change | None:
+        """The batch's change of this run, its lock taken on first use; None if the
+        run has finished. Raises `_RunBusy` if the lock is not free in time."""
+        held = self.changes.get(state.run.id)
+        if held is not None:
+            return held[1]
+        if not state.lock.acquire(timeout=-1 if patience is None else patience):
+            raise _RunBusy
+        # The run may have finished (and left the registry) while we waited.
+        if state.run.finished or self._registry.get(state.run.id) is not state:
+            state.lock.release()
+            return None
+        change = Change(state.run)
+        self.changes[state.run.id] = (state, change)
+        return change
+
+    def changed(self, change: Change) -> None:
+        self.runs[change.run.id] = change.run
+
+    def pending(self) -> list[tuple[RunState, Change]]:
+        return [(s, c) for s, c in self.changes.values() if c.added or c.saved or c.log]
+
+    def release(self) -> None:
+        for state, _ in self.changes.values():
+            state.lock.release()
+        self.changes.clear()
 
 
 class TaskScheduler:
@@ -105,12 +137,14 @@ class TaskScheduler:
         self._context = context
         self._gate = gate
         self._blocked = blocked
-        self._lock = threading.Lock()
         self._book_sri = book_sri
-        self._needs: dict[str, _Needs] = {}  # by run id; guarded by self._lock
+        self._queue: deque[_Call] = deque()
+        self._wakeup = threading.Condition()  # guards _queue and _thread
+        self._thread: threading.Thread | None = None
+        self._needs: dict[str, RunNeeds] = {}  # by run id; scheduling thread only
 
     def request_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
-        """The reply body of /api/request_task (without `duration`)."""
+        """The reply body of /api/request_task (without `duration`). Blocks."""
         with self.admitted() as entered:
             return self.assign_task(worker, user, remote_addr) if entered else too_busy()
 
@@ -119,7 +153,7 @@ class TaskScheduler:
         """The admission gate: whether this caller got in, without waiting.
 
         Never blocks, so the web layer passes it on the event loop and a caller
-        that is refused is answered without taking a threadpool token."""
+        that is refused is answered at once."""
         entered = self._gate.acquire(blocking=False)
         try:
             yield entered
@@ -128,23 +162,104 @@ class TaskScheduler:
                 self._gate.release()
 
     def assign_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
-        """request_task for a caller inside the admission gate (threadpool).
+        """request_task for a caller inside the admission gate: blocks until the
+        scheduling thread has answered (not for the event loop)."""
+        call = _Call(worker, user, remote_addr)
+        self._submit(call)
+        call.done.wait()
+        if isinstance(call.reply, Exception):
+            raise call.reply
+        assert call.reply is not None
+        return call.reply
 
-        The new task's commit becomes durable after the scheduler's lock is
-        released: the next caller decides while the disk syncs."""
-        with self._context.storage.durable_on_exit(), self._lock:
-            refusal = self._refusal(worker, user, remote_addr)
-            if refusal is not None:
-                return {"task_waiting": False, "error": refusal}
-            assignment = self._assign(worker, remote_addr)
-        if assignment is None:
-            return {"task_waiting": False}
-        return self._reply(assignment)
+    async def assign_task_async(
+        self, worker: WorkerInfo, user: User, remote_addr: str
+    ) -> dict[str, Any]:
+        """request_task for a caller inside the admission gate, on the event loop."""
+        loop = asyncio.get_running_loop()
+        call = _Call(worker, user, remote_addr, loop=loop, future=loop.create_future())
+        self._submit(call)
+        assert call.future is not None
+        return await call.future
+
+    # --- the scheduling thread ---
+
+    def _submit(self, call: _Call) -> None:
+        with self._wakeup:
+            self._queue.append(call)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve_forever, name="arbiter-scheduler", daemon=True
+                )
+                self._thread.start()
+            else:
+                self._wakeup.notify()
+
+    def _serve_forever(self) -> None:
+        try:
+            while True:
+                with self._wakeup:
+                    if not self._queue:
+                        self._wakeup.wait(IDLE_SECONDS)
+                    if not self._queue:
+                        return
+                    calls = self._take_batch()
+                self._serve(calls)
+        finally:  # idle, or dying: the next call starts a new thread
+            with self._wakeup:
+                self._thread = None
+
+    def _take_batch(self) -> list[_Call]:
+        """The waiting calls, oldest first, except that a worker already in the batch
+        waits for the next one (its second call depends on its first)."""
+        taken: list[_Call] = []
+        names: set[str] = set()
+        later: list[_Call] = []
+        while self._queue and len(taken) < BATCH_MAX:
+            call = self._queue.popleft()
+            (later if call.short_name in names else taken).append(call)
+            names.add(call.short_name)
+        self._queue.extendleft(reversed(later))
+        return taken
+
+    def _serve(self, calls: list[_Call]) -> None:
+        """Decide, commit, make durable, answer. Any error is every call's answer:
+        nothing of the batch was published unless all of it committed."""
+        try:
+            decided = self._decide_and_commit(calls)
+            for call, outcome in zip(calls, decided, strict=True):
+                call.reply = self._reply(outcome) if isinstance(outcome, Assignment) else outcome
+        except Exception as error:
+            for call in calls:
+                call.reply = error
+        _answer(calls)
+
+    def _decide_and_commit(self, calls: list[_Call]) -> list[Assignment | dict[str, Any]]:
+        batch = _Batch(self._context.registry)
+        with self._context.storage.durable_on_exit():  # waits after the run locks are free
+            try:
+                decided = [self._decide(call, batch) for call in calls]
+                pending = batch.pending()
+                if pending:
+                    self._context.commit_many(pending)
+                for state, change in pending:
+                    if change.added:
+                        state.refusals.clear()
+            finally:
+                batch.release()
+        return decided
+
+    def _decide(self, call: _Call, batch: _Batch) -> Assignment | dict[str, Any]:
+        refusal = self._refusal(call, batch)
+        if refusal is not None:
+            return {"task_waiting": False, "error": refusal}
+        assignment = self._assign(call, batch)
+        return assignment if assignment is not None else {"task_waiting": False}
 
     # --- pre-checks (reference 4.2) ---
 
-    def _refusal(self, worker: WorkerInfo, user: User, remote_addr: str) -> str | None:
-        _, short = worker_names(worker)
+    def _refusal(self, call: _Call, batch: _Batch) -> str | None:
+        short, user = call.short_name, call.user
         block_message = self._blocked.message(short)
         if block_message is not None:
             reason = f": {block_message}" if block_message else ""
@@ -152,9 +267,11 @@ class TaskScheduler:
                 f"This worker ({short}) has been blocked{reason}. "
                 f"An approver can unblock it at /workers/{short}."
             )
-        if self._duplicate(worker, short):
+        if self._duplicate(call.worker, short):
             return f"There is already a worker running with name {short}."
-        if self._context.registry.tasks_from(user.username, remote_addr) >= user.machine_limit:
+        key = (user.username, call.remote_addr)
+        registry = self._context.registry
+        if registry.tasks_from(*key) + batch.per_address[key] >= user.machine_limit:
             return f"Machine limit reached for user {user.username}."
         return None
 
@@ -173,74 +290,81 @@ class TaskScheduler:
 
     # --- choosing a run (reference 4.3, 4.4) ---
 
-    def _assign(self, worker: WorkerInfo, remote_addr: str) -> Assignment | None:
-        _, short = worker_names(worker)
-        previous = self._context.registry.last_run_of(short)
-        previous_task = self._context.registry.active_task_of(short)
-        ranked = _ranked(self._context.registry.states(), worker, previous)
+    def _assign(self, call: _Call, batch: _Batch) -> Assignment | None:
+        registry, worker = self._context.registry, call.worker
+        previous = registry.last_run_of(call.short_name)
+        previous_task = registry.active_task_of(call.short_name)
+        order = ranked(registry.states(), worker, previous, batch.runs)
         chosen: Assignment | None = None
         busy: list[RunState] = []
-        for position, state in enumerate(ranked):
-            reason = _unsuitable(state, self._needs_of(state), worker)
+        for position, state in enumerate(order):
+            run = batch.run(state)
+            reason = unsuitable(run, self._needs_of(state), worker)
             if reason is not None:
-                self._count_refusal(state, worker, reason)
+                self._count_refusal(state, run, worker, reason)
                 continue
             try:
-                chosen = self._create_task(state, worker, remote_addr, RUN_LOCK_PATIENCE)
+                chosen = self._create_task(state, call, batch, RUN_LOCK_PATIENCE)
             except _RunBusy:
                 busy.append(state)
             if chosen is not None:
-                for outranked in ranked[position + 1 :]:  # suitable or not
-                    if not outranked.run.workers:
-                        self._count_refusal(outranked, worker)
+                for outranked in order[position + 1 :]:  # suitable or not
+                    outranked_run = batch.run(outranked)
+                    if not outranked_run.workers:
+                        self._count_refusal(outranked, outranked_run, worker)
                 break
         if chosen is None and busy:
-            chosen = self._create_task(busy[0], worker, remote_addr, patience=None)
+            chosen = self._create_task(busy[0], call, batch, patience=None)
         if chosen is not None and previous_task is not None:
-            # The machine was restarted and lost its task: free its games.
-            deactivate(self._context, *previous_task, "Stale active task")
+            self._retire_stale(*previous_task, batch)
         return chosen
 
+    def _retire_stale(self, run_id: str, task_id: int, batch: _Batch) -> None:
+        """The machine was restarted and lost its task: free that task's games."""
+        state = self._context.registry.get(run_id)
+        if state is None:
+            return
+        change = batch.hold(state, patience=None)
+        now = self._context.clock()
+        if change is not None and retire_task(state, change, task_id, STALE_TASK, now=now):
+            batch.changed(change)
+
     def _count_refusal(
-        self, state: RunState, worker: WorkerInfo, reason: str | None = None
+        self, state: RunState, run: RunRecord, worker: WorkerInfo, reason: str | None = None
     ) -> None:
         """Why this run was not given to the worker, kept only while the run has no
         workers: only then are the reasons shown (`why_no_workers`), and skipping
         runs that have workers keeps request_task from examining every run."""
-        if not state.run.workers:
-            reason = reason or _unsuitable(state, self._needs_of(state), worker) or OUTRANKED
+        if not run.workers:
+            reason = reason or unsuitable(run, self._needs_of(state), worker) or OUTRANKED
             state.refusals[reason] += 1
 
-    def _needs_of(self, state: RunState) -> _Needs:
+    def _needs_of(self, state: RunState) -> RunNeeds:
         needs = self._needs.get(state.run.id)
         if needs is None:
             if len(self._needs) > NEEDS_KEPT:  # forget finished runs now and then
                 live = {s.run.id for s in self._context.registry.states()}
                 self._needs = {k: v for k, v in self._needs.items() if k in live}
-            needs = self._needs[state.run.id] = _Needs.of(state.run.args)
+            needs = self._needs[state.run.id] = RunNeeds.of(state.run.args)
         return needs
 
     def _create_task(
-        self, state: RunState, worker: WorkerInfo, remote_addr: str, patience: float | None
+        self, state: RunState, call: _Call, batch: _Batch, patience: float | None
     ) -> Assignment | None:
-        """A new task of `state` (None if it needs no more games). Raises `_RunBusy`
-        when the run's lock is not free within `patience` seconds (None: wait)."""
-        if not state.lock.acquire(timeout=-1 if patience is None else patience):
-            raise _RunBusy
-        try:
-            run = state.run
-            if run.finished or self._context.registry.get(run.id) is not state:
-                return None
-            size = _task_games(state, worker)
-            if size <= 0:
-                return None
-            task = _new_task(state, worker, remote_addr, size, self._context.clock())
-            change = Change(run)
-            change.add_task(task)
-            self._context.commit(state, change)
-            state.refusals.clear()
-        finally:
-            state.lock.release()
+        """A new task of `state` in the batch (None if the run needs no more games).
+        Raises `_RunBusy` when the run's lock is not free within `patience` seconds
+        (None: wait)."""
+        change = batch.hold(state, patience)
+        if change is None:
+            return None
+        size = task_games(change.run, call.worker)
+        if size <= 0:
+            return None
+        task_id = len(state.tasks) + len(change.added)
+        task = _new_task(change.run, task_id, call, size, self._context.clock())
+        change.add_task(task)
+        batch.changed(change)
+        batch.per_address[(call.user.username, call.remote_addr)] += 1
         return Assignment(state, task)
 
     def _reply(self, assignment: Assignment) -> dict[str, Any]:
@@ -251,89 +375,48 @@ class TaskScheduler:
         return {"run": {"_id": run.id, "args": args, "my_task": my_task}, "task_id": task.task_id}
 
 
-def _ranked(states: list[RunState], worker: WorkerInfo, previous: str | None) -> list[RunState]:
-    """Best first: higher priority; then runs without cores; then the run furthest
-    below its share (cores relative to itp). A worker's previous run counts its
-    cores, which steers it gently elsewhere. Ties keep the registry's order.
-
-    Keys are built in one loop rather than by a key function: this runs for
-    every unfinished run on every request_task."""
-    half = worker.concurrency / 2
-    keys = []
-    for position, state in enumerate(states):
-        run = state.run
-        cores = run.cores + worker.concurrency if run.id == previous else run.cores
-        share = (cores + half) / max(run.args.get("itp", 100.0), 1e-9)
-        keys.append((-run.args.get("priority", 0.0), cores > 0, share, position))
-    keys.sort()
-    return [states[key[-1]] for key in keys]
+def _answer(calls: list[_Call]) -> None:
+    """Wake each caller: one callback per event loop for its calls, an event otherwise."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Call]] = {}
+    for call in calls:
+        if call.loop is None:
+            call.done.set()
+        else:
+            by_loop.setdefault(call.loop, []).append(call)
+    for loop, waiting in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(_settle, waiting)
 
 
-def _unsuitable(state: RunState, needs: _Needs, worker: WorkerInfo) -> str | None:
-    """The first reason this run cannot go to this worker (reference 4.4), or None.
-
-    Checked one at a time: this runs for every unfinished run on every
-    request_task, under the scheduler's lock."""
-    run = state.run
-    if not run.approved:
-        return NOT_APPROVED
-    mismatch = _mismatch(needs, worker)
-    if mismatch is not None:
-        return mismatch
-    if int(run.args["num_games"]) - run.committed_games <= 0:
-        return NO_GAMES
-    if needs.spsa_cap is not None and run.cores > needs.spsa_cap:
-        return SPSA_CAP
-    return None
+def _settle(calls: list[_Call]) -> None:
+    """On the event loop: hand each call its reply (a caller may have gone)."""
+    for call in calls:
+        future = call.future
+        if future is None or future.done():
+            continue
+        if isinstance(call.reply, Exception):
+            future.set_exception(call.reply)
+        elif call.reply is not None:
+            future.set_result(call.reply)
 
 
-def _mismatch(needs: _Needs, worker: WorkerInfo) -> str | None:
-    """Why this worker's machine can never play this run, or None."""
-    if needs.threads > worker.concurrency:
-        return TOO_MANY_THREADS
-    if needs.threads < worker.min_threads:
-        return TOO_FEW_THREADS
-    hashes = needs.hash_new, needs.hash_base
-    if memory_need(needs.threads, *hashes, worker.concurrency) > worker.max_memory:
-        return MEMORY
-    if needs.allowed_archs is not None and worker.worker_arch not in needs.allowed_archs:
-        return ARCH
-    if needs.compiler and needs.compiler != worker.compiler:
-        return COMPILER
-    return None
-
-
-def _task_games(state: RunState, worker: WorkerInfo) -> int:
-    run = state.run
-    args = run.args
-    remaining = int(args["num_games"]) - run.committed_games
-    if remaining <= 0:
-        return 0
-    sprt = args.get("sprt")
-    batch = int(sprt["batch_size"]) if sprt is not None else None
-    tc = parse_time_control(args["tc"]).scheduling_tc()
-    return task_size(tc, int(args["threads"]), worker.concurrency, remaining, batch)
-
-
-def _new_task(
-    state: RunState, worker: WorkerInfo, remote_addr: str, size: int, now: float
-) -> TaskRecord:
-    _, short = worker_names(worker)
+def _new_task(run: RunRecord, task_id: int, call: _Call, size: int, now: float) -> TaskRecord:
+    worker = call.worker
     info = msgspec.to_builtins(worker)
-    info["remote_addr"] = remote_addr
+    info["remote_addr"] = call.remote_addr
     info["country_code"] = "?"
     return TaskRecord(
-        run_id=state.run.id,
-        task_id=len(state.tasks),
+        run_id=run.id,
+        task_id=task_id,
         num_games=size,
-        start=state.run.total_games,
+        start=run.total_games,
         active=True,
         bad=False,
         last_updated=now,
         username=worker.username,
-        worker_name=short,
+        worker_name=call.short_name,
         unique_key=worker.unique_key,
-        remote_addr=remote_addr,
+        remote_addr=call.remote_addr,
         worker_info=info,
         **no_results(),
         residual=None,

@@ -1,0 +1,127 @@
+"""Which runs a worker may play and in what order (reference 4.3, 4.4): pure
+functions of the runs' records and the worker's machine, no locks, no I/O.
+
+These run for every unfinished run on every request_task, so they are
+written for speed: checks stop at the first failure, and what never changes
+in a run is worked out once (`RunNeeds`).
+"""
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from arbiter.domain.run_args import parse_time_control
+from arbiter.domain.runs.documents import hash_mib
+from arbiter.domain.runs.registry import RunState
+from arbiter.protocol.messages import WorkerInfo
+from arbiter.stats.scheduling import memory_need, task_size
+from arbiter.storage.records import RunRecord
+
+SPSA_CORE_BUDGET = 200_000.0  # an SPSA run gets at most this / sqrt(#params) cores
+
+# Why a run was not given to a worker that asked (shown by /api/get_run).
+NOT_APPROVED = "not approved yet"
+TOO_MANY_THREADS = "needs more threads than the worker has cores"
+TOO_FEW_THREADS = "uses fewer threads than the worker's min_threads"
+NO_GAMES = "all its games are already assigned"
+MEMORY = "needs more memory than the worker offers"
+ARCH = "arch_filter excludes the worker's arch"
+COMPILER = "pinned to another compiler"
+SPSA_CAP = "SPSA core cap reached"
+OUTRANKED = "outranked by another run (priority or share of cores)"
+
+
+@dataclass(frozen=True, slots=True)
+class RunNeeds:
+    """What a run asks of a worker that never changes while it runs (`/tests/modify`
+    cannot touch these), worked out once instead of on every request_task."""
+
+    threads: int
+    hash_new: int  # MiB
+    hash_base: int
+    allowed_archs: Any
+    compiler: str
+    spsa_cap: float | None
+
+    @classmethod
+    def of(cls, args: dict[str, Any]) -> "RunNeeds":
+        spsa = args.get("spsa")
+        return cls(
+            threads=int(args["threads"]),
+            hash_new=hash_mib(args["new_options"]),
+            hash_base=hash_mib(args["base_options"]),
+            allowed_archs=args.get("allowed_archs"),
+            compiler=str(args.get("compiler") or ""),
+            spsa_cap=None
+            if spsa is None
+            else SPSA_CORE_BUDGET / math.sqrt(max(1, len(spsa["params"]))),
+        )
+
+
+def ranked(
+    states: list[RunState],
+    worker: WorkerInfo,
+    previous: str | None,
+    pending: Mapping[str, RunRecord],
+) -> list[RunState]:
+    """Best first: higher priority; then runs without cores; then the run furthest
+    below its share (cores relative to itp). A worker's previous run counts its
+    cores, which steers it gently elsewhere. Ties keep the registry's order.
+    `pending`: runs as decisions not yet committed leave them, by id.
+
+    Keys are built in one loop rather than by a key function: this runs for
+    every unfinished run on every request_task."""
+    half = worker.concurrency / 2
+    keys = []
+    for position, state in enumerate(states):
+        run = state.run
+        if pending:
+            run = pending.get(run.id, run)
+        cores = run.cores + worker.concurrency if run.id == previous else run.cores
+        share = (cores + half) / max(run.args.get("itp", 100.0), 1e-9)
+        keys.append((-run.args.get("priority", 0.0), cores > 0, share, position))
+    keys.sort()
+    return [states[key[-1]] for key in keys]
+
+
+def unsuitable(run: RunRecord, needs: RunNeeds, worker: WorkerInfo) -> str | None:
+    """The first reason this run cannot go to this worker (reference 4.4), or None."""
+    if not run.approved:
+        return NOT_APPROVED
+    mismatch = _mismatch(needs, worker)
+    if mismatch is not None:
+        return mismatch
+    if int(run.args["num_games"]) - run.committed_games <= 0:
+        return NO_GAMES
+    if needs.spsa_cap is not None and run.cores > needs.spsa_cap:
+        return SPSA_CAP
+    return None
+
+
+def _mismatch(needs: RunNeeds, worker: WorkerInfo) -> str | None:
+    """Why this worker's machine can never play this run, or None."""
+    if needs.threads > worker.concurrency:
+        return TOO_MANY_THREADS
+    if needs.threads < worker.min_threads:
+        return TOO_FEW_THREADS
+    hashes = needs.hash_new, needs.hash_base
+    if memory_need(needs.threads, *hashes, worker.concurrency) > worker.max_memory:
+        return MEMORY
+    if needs.allowed_archs is not None and worker.worker_arch not in needs.allowed_archs:
+        return ARCH
+    if needs.compiler and needs.compiler != worker.compiler:
+        return COMPILER
+    return None
+
+
+def task_games(run: RunRecord, worker: WorkerInfo) -> int:
+    """How many games a new task of `run` for this worker gets (0: none left)."""
+    args = run.args
+    remaining = int(args["num_games"]) - run.committed_games
+    if remaining <= 0:
+        return 0
+    sprt = args.get("sprt")
+    batch = int(sprt["batch_size"]) if sprt is not None else None
+    tc = parse_time_control(args["tc"]).scheduling_tc()
+    return task_size(tc, int(args["threads"]), worker.concurrency, remaining, batch)
