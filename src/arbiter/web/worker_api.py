@@ -38,11 +38,11 @@ async def request_task(request: Request) -> Response:
     body = await read_body(request, RequestTaskRequest)
     user = await authenticated_worker(request, body)
     scheduler = app_state(request).runs.scheduler
-    with scheduler.admitted() as entered:
-        if not entered:
-            return json_reply(request, too_busy())
-        # Answered by the scheduling thread; waiting holds no threadpool thread.
-        reply = await scheduler.assign_task_async(body.worker_info, user, remote_address(request))
+    if not scheduler.admit():
+        return json_reply(request, too_busy())
+    # Answered by the scheduling thread (which gives the gate's place back);
+    # waiting holds no threadpool thread.
+    reply = await scheduler.assign_task_async(body.worker_info, user, remote_address(request))
     return json_reply(request, reply)
 
 

@@ -1,8 +1,8 @@
 """request_task: which run a worker should play next, and the task it gets (reference 4).
 
 The seeds' admission gate comes first: a non-blocking semaphore, passed on the
-event loop, so at most TASK_SEMAPHORE_SIZE calls are ever inside and a caller
-told "too busy" costs nothing more. The seeds' one lock around the decision
+event loop, so at most TASK_SEMAPHORE_SIZE calls are ever queued for or inside
+a decision, and a caller told "too busy" costs nothing more. The seeds' one lock around the decision
 becomes one scheduling thread: it takes every call waiting at once, decides
 them one after another (each decision sees those before it), commits all
 their tasks in one transaction, waits once for that to be durable, then
@@ -10,7 +10,7 @@ answers them. A batch of calls costs one transaction and one fsync, and a
 call waiting its turn holds no threadpool thread. The thread starts when a
 call comes and ends after IDLE_SECONDS without one.
 
-Threads: `admitted` and `assign_task_async` run on the event loop (they only
+Threads: `admit` and `assign_task_async` run on the event loop (they only
 touch the queue, under a lock held for a few list operations); `request_task`
 and `assign_task` in any other thread (they block until answered);
 everything else on the scheduling thread.
@@ -20,8 +20,7 @@ import asyncio
 import contextlib
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,25 +144,20 @@ class TaskScheduler:
 
     def request_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """The reply body of /api/request_task (without `duration`). Blocks."""
-        with self.admitted() as entered:
-            return self.assign_task(worker, user, remote_addr) if entered else too_busy()
+        return self.assign_task(worker, user, remote_addr) if self.admit() else too_busy()
 
-    @contextmanager
-    def admitted(self) -> Iterator[bool]:
-        """The admission gate: whether this caller got in, without waiting.
+    def admit(self) -> bool:
+        """The admission gate: whether this caller got in, without waiting. A caller
+        let in must then call `assign_task` or `assign_task_async`, which give the
+        place back once the call has been decided (before its fsync).
 
         Never blocks, so the web layer passes it on the event loop and a caller
         that is refused is answered at once."""
-        entered = self._gate.acquire(blocking=False)
-        try:
-            yield entered
-        finally:
-            if entered:
-                self._gate.release()
+        return self._gate.acquire(blocking=False)
 
     def assign_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
-        """request_task for a caller inside the admission gate: blocks until the
-        scheduling thread has answered (not for the event loop)."""
+        """request_task for a caller let in by `admit`: blocks until the scheduling
+        thread has answered (not for the event loop)."""
         call = _Call(worker, user, remote_addr)
         self._submit(call)
         call.done.wait()
@@ -175,7 +169,7 @@ class TaskScheduler:
     async def assign_task_async(
         self, worker: WorkerInfo, user: User, remote_addr: str
     ) -> dict[str, Any]:
-        """request_task for a caller inside the admission gate, on the event loop."""
+        """request_task for a caller let in by `admit`, on the event loop."""
         loop = asyncio.get_running_loop()
         call = _Call(worker, user, remote_addr, loop=loop, future=loop.create_future())
         self._submit(call)
@@ -186,14 +180,18 @@ class TaskScheduler:
 
     def _submit(self, call: _Call) -> None:
         with self._wakeup:
-            self._queue.append(call)
             if self._thread is None:
-                self._thread = threading.Thread(
+                thread = threading.Thread(
                     target=self._serve_forever, name="arbiter-scheduler", daemon=True
                 )
-                self._thread.start()
-            else:
-                self._wakeup.notify()
+                try:
+                    thread.start()
+                except RuntimeError:  # no thread to be had: the call is not queued
+                    self._gate.release()
+                    raise
+                self._thread = thread
+            self._queue.append(call)
+            self._wakeup.notify()
 
     def _serve_forever(self) -> None:
         try:
@@ -236,7 +234,10 @@ class TaskScheduler:
 
     def _decide_and_commit(self, calls: list[_Call]) -> list[Assignment | dict[str, Any]]:
         batch = _Batch(self._context.registry)
-        with self._context.storage.durable_on_exit():  # waits after the run locks are free
+        # The fsync is waited for on the way out, once the run locks are free and
+        # the calls' places at the gate are given back: the next batch gets in
+        # and is decided while this one's commit reaches the disk.
+        with self._context.storage.durable_on_exit():
             try:
                 decided = [self._decide(call, batch) for call in calls]
                 pending = batch.pending()
@@ -247,6 +248,8 @@ class TaskScheduler:
                         state.refusals.clear()
             finally:
                 batch.release()
+                for _ in calls:
+                    self._gate.release()
         return decided
 
     def _decide(self, call: _Call, batch: _Batch) -> Assignment | dict[str, Any]:
