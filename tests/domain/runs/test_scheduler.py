@@ -1,14 +1,25 @@
 """request_task: admission gate, pre-checks, run choice, task sizing."""
 
+import asyncio
+import itertools
 import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+import pytest
+from sqlalchemy.exc import IntegrityError
+
 from arbiter.domain.accounts import User
+from arbiter.domain.runs import scheduler as scheduler_module
 from arbiter.domain.runs.ranking import NOT_APPROVED, TOO_MANY_THREADS
 from arbiter.domain.runs.scheduler import RUN_LOCK_PATIENCE, TOO_BUSY, TaskScheduler
 from arbiter.domain.runs.service import Runs
+from arbiter.protocol.messages import WorkerInfo
 from arbiter.storage import Storage
-from tests.domain.runs.support import approved_run, submit, take_task, worker
+from arbiter.storage.engine import make_engine
+from tests.domain.runs.support import approved_run, make_user, submit, take_task, worker
 
 
 def test_no_runs_means_no_task(runs: Runs, alice: User) -> None:
@@ -180,3 +191,155 @@ def test_when_every_run_is_busy_the_best_one_is_awaited(
         timer.cancel()
         timer.join()
         thread.join()
+
+
+# --- batches: calls that wait together are decided together ---
+
+
+def decided_together(
+    runs: Runs, user: User, busy_run: str, calls: list[tuple[WorkerInfo, str]]
+) -> list[dict[str, Any]]:
+    """Make `calls` while `busy_run`'s lock is held elsewhere: the first call waits
+    for the lock, the others queue behind it and are then decided as one batch."""
+    state = runs.context.registry.get(busy_run)
+    assert state is not None
+    replies: list[dict[str, Any]] = [{} for _ in calls]
+
+    def call(index: int, info: WorkerInfo, address: str) -> None:
+        replies[index] = runs.scheduler.request_task(info, user, address)
+
+    holder, release = hold_lock(state.lock)
+    callers = [threading.Thread(target=call, args=(i, *c)) for i, c in enumerate(calls)]
+    # The queue is private; peeking at it is the one way to know who has queued.
+    scheduler, queue = runs.scheduler, runs.scheduler._queue
+    try:
+        callers[0].start()  # taken by the scheduling thread, which waits for the run
+        wait_until(lambda: scheduler._thread is not None and not queue)
+        for caller in callers[1:]:
+            caller.start()
+        wait_until(lambda: len(queue) == len(calls) - 1)
+    finally:
+        release.set()
+        holder.join()
+        for caller in callers:
+            caller.join(10)
+    return replies
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)
+
+
+def test_a_batch_hands_out_distinct_tasks_with_consecutive_openings(
+    runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
+) -> None:
+    run_id = approved_run(runs, alice, root, repo_url, num_games=100_000)
+    calls = [(worker(key=f"w{i:03d}"), f"10.0.0.{i}") for i in range(5)]
+    replies = decided_together(runs, alice, run_id, calls)
+    assert sorted(reply["task_id"] for reply in replies) == [0, 1, 2, 3, 4]
+    my_tasks = [reply["run"]["my_task"] for reply in replies]
+    openings = sorted((task["start"], task["num_games"]) for task in my_tasks)
+    for (start, games), (next_start, _) in itertools.pairwise(openings):
+        assert next_start == start + games
+    state = runs.context.registry.get(run_id)
+    assert state is not None
+    assert state.run.workers == 5
+    with storage.read() as tx:  # one transaction stored what memory holds
+        assert tx.runs.get(run_id) == state.run
+        stored = tx.tasks.for_run(run_id)
+    assert [(t.task_id, t.start, t.num_games, t.worker_name) for t in stored] == [
+        (t.task_id, t.start, t.num_games, t.worker_name) for t in state.tasks
+    ]
+
+
+def test_the_machine_limit_counts_tasks_handed_out_in_the_same_batch(
+    runs: Runs, alice: User, root: User, repo_url: str
+) -> None:
+    run_id = approved_run(runs, alice, root, repo_url, num_games=100_000)
+    limited = replace(alice, machine_limit=3)
+    calls = [(worker(key=f"w{i:03d}"), "9.9.9.9") for i in range(5)]
+    replies = decided_together(runs, limited, run_id, calls)
+    assert sum("task_id" in reply for reply in replies) == 3
+    refused = [reply["error"] for reply in replies if "error" in reply]
+    assert refused == ["Machine limit reached for user alice."] * 2
+
+
+def test_a_workers_second_call_waits_for_the_batch_after_its_first(
+    runs: Runs, alice: User, root: User, repo_url: str
+) -> None:
+    """The same machine asking twice (it restarted): as if one call followed the
+    other, its second task replaces the first, which is retired as stale."""
+    run_id = approved_run(runs, alice, root, repo_url, num_games=100_000)
+    calls = [(worker(key="w000"), "10.0.0.1"), (worker(key="w001"), "10.0.0.2")]
+    calls += [(worker(key="w001"), "10.0.0.2")]
+    replies = decided_together(runs, alice, run_id, calls)
+    assert all("task_id" in reply for reply in replies)
+    state = runs.context.registry.get(run_id)
+    assert state is not None
+    assert [task.active for task in state.tasks] == [True, False, True]
+    assert state.run.workers == 2
+
+
+def test_a_failed_commit_is_every_callers_error_and_changes_nothing(
+    sqlite_database_url: str, repo_url: str
+) -> None:
+    engine = make_engine(sqlite_database_url, pool_size=5)
+    sqlite_storage = Storage(engine)
+    runs = Runs(sqlite_storage, task_gate=threading.Semaphore(1))
+    root = make_user(sqlite_storage, "root", approver=True)
+    owner = make_user(sqlite_storage, "alice")
+    run_id = approved_run(runs, owner, root, repo_url, num_games=100_000)
+    with sqlite_storage.write() as tx:  # a real database error, from SQLite itself
+        tx.connection.exec_driver_sql(
+            "CREATE TRIGGER refuse_tasks BEFORE INSERT ON tasks"
+            " BEGIN SELECT RAISE(ABORT, 'no new tasks today'); END"
+        )
+    with pytest.raises(IntegrityError, match="no new tasks today"):
+        runs.scheduler.request_task(worker(), owner, "10.0.0.1")
+    state = runs.context.registry.get(run_id)
+    assert state is not None
+    assert (state.tasks, state.run.workers) == ([], 0)
+    with sqlite_storage.write() as tx:
+        tx.connection.exec_driver_sql("DROP TRIGGER refuse_tasks")
+    # The gate's one place came back with the error.
+    assert "task_id" in runs.scheduler.request_task(worker(), owner, "10.0.0.1")
+    engine.dispose()
+
+
+def test_the_gates_place_comes_back_once_the_call_is_decided(
+    storage: Storage, alice: User, root: User, repo_url: str
+) -> None:
+    runs = Runs(storage, task_gate=threading.Semaphore(1))
+    approved_run(runs, alice, root, repo_url, num_games=100_000)
+    for index in range(3):
+        assert "task_id" in runs.scheduler.request_task(worker(key=f"w{index}"), alice, "1.1.1.1")
+
+
+def test_calls_from_an_event_loop_are_answered_on_it(
+    runs: Runs, alice: User, root: User, repo_url: str
+) -> None:
+    approved_run(runs, alice, root, repo_url, num_games=100_000)
+
+    async def ask_together() -> list[dict[str, Any]]:
+        assert all(runs.scheduler.admit() for _ in range(4))
+        calls = [
+            runs.scheduler.assign_task_async(worker(key=f"w{i}"), alice, f"10.0.0.{i}")
+            for i in range(4)
+        ]
+        return await asyncio.gather(*calls)
+
+    replies = asyncio.run(ask_together())
+    assert sorted(reply["task_id"] for reply in replies) == [0, 1, 2, 3]
+
+
+def test_the_scheduling_thread_ends_when_idle_and_comes_back_for_a_call(
+    runs: Runs, alice: User, root: User, repo_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler_module, "IDLE_SECONDS", 0.01)
+    approved_run(runs, alice, root, repo_url, num_games=100_000)
+    assert "task_id" in take_task(runs, alice, worker(key="w1"))
+    wait_until(lambda: runs.scheduler._thread is None)
+    assert "task_id" in take_task(runs, alice, worker(key="w2"))
