@@ -182,7 +182,7 @@ class TaskScheduler:
         with self._wakeup:
             if self._thread is None:
                 thread = threading.Thread(
-                    target=self._serve_forever, name="arbiter-scheduler", daemon=True
+                    target=self._serve_forever, name="arbiter-assign", daemon=True
                 )
                 try:
                     thread.start()
