@@ -70,11 +70,19 @@ class SqlRunStore:
         return None if row is None else _run(row)
 
     def save(self, run: RunRecord, stored: RunRecord | None = None) -> None:
-        values = _values(run) if stored is None else _changed_values(run, stored)
-        values.pop("id", None)
-        if values:
-            values["key_id"] = run.id
-            self._connection.execute(_UPDATE_RUN, values)
+        self.save_many([(run, stored)])
+
+    def save_many(self, runs: list[tuple[RunRecord, RunRecord | None]]) -> None:
+        # Rows that change the same columns share one statement (executemany).
+        groups: dict[frozenset[str], list[dict[str, Any]]] = {}
+        for run, stored in runs:
+            values = _values(run) if stored is None else _changed_values(run, stored)
+            values.pop("id", None)
+            if values:
+                values["key_id"] = run.id
+                groups.setdefault(frozenset(values), []).append(values)
+        for rows in groups.values():
+            self._connection.execute(_UPDATE_RUN, rows)
 
     def unfinished(self) -> list[RunRecord]:
         query = select(runs).where(runs.c.finished.is_(False)).order_by(runs.c.start_time)
@@ -117,7 +125,11 @@ class SqlTaskStore:
         self._connection = connection
 
     def add(self, task: TaskRecord) -> None:
-        self._connection.execute(_INSERT_TASK, _values(task))
+        self.add_many([task])
+
+    def add_many(self, tasks: list[TaskRecord]) -> None:
+        if tasks:
+            self._connection.execute(_INSERT_TASK, [_values(task) for task in tasks])
 
     def get(self, run_id: str, task_id: int) -> TaskRecord | None:
         query = select(tasks).where(tasks.c.run_id == run_id, tasks.c.task_id == task_id)

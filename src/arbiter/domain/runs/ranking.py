@@ -7,7 +7,7 @@ in a run is worked out once (`RunNeeds`).
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,10 +43,12 @@ class RunNeeds:
     allowed_archs: Any
     compiler: str
     spsa_cap: float | None
+    scheduling_tc: str  # the clock task sizing prices games by (`TimeControl.scheduling_tc`)
+    sprt_batch: int | None  # games per SPRT batch: tasks are whole batches
 
     @classmethod
     def of(cls, args: dict[str, Any]) -> "RunNeeds":
-        spsa = args.get("spsa")
+        spsa, sprt = args.get("spsa"), args.get("sprt")
         return cls(
             threads=int(args["threads"]),
             hash_new=hash_mib(args["new_options"]),
@@ -56,6 +58,8 @@ class RunNeeds:
             spsa_cap=None
             if spsa is None
             else SPSA_CORE_BUDGET / math.sqrt(max(1, len(spsa["params"]))),
+            scheduling_tc=parse_time_control(args["tc"]).scheduling_tc(),
+            sprt_batch=None if sprt is None else int(sprt["batch_size"]),
         )
 
 
@@ -68,21 +72,39 @@ def ranked(
     """Best first: higher priority; then runs without cores; then the run furthest
     below its share (cores relative to itp). A worker's previous run counts its
     cores, which steers it gently elsewhere. Ties keep the registry's order.
-    `pending`: runs as decisions not yet committed leave them, by id.
+    `pending`: runs as decisions not yet committed leave them, by id."""
+    return [states[key[-1]] for key in sorted(_rank_keys(states, worker, previous, pending))]
 
-    Keys are built in one loop rather than by a key function: this runs for
-    every unfinished run on every request_task."""
-    half = worker.concurrency / 2
-    keys = []
+
+def best_ranked(
+    states: list[RunState],
+    worker: WorkerInfo,
+    previous: str | None,
+    pending: Mapping[str, RunRecord],
+) -> RunState | None:
+    """`ranked(...)[0]` without sorting the rest (None: no runs)."""
+    best = min(_rank_keys(states, worker, previous, pending), default=None)
+    return None if best is None else states[best[-1]]
+
+
+def _rank_keys(
+    states: list[RunState],
+    worker: WorkerInfo,
+    previous: str | None,
+    pending: Mapping[str, RunRecord],
+) -> Iterator[tuple[float, bool, float, int]]:
+    """Sort keys of `ranked`, ending with each run's position in `states`. Written
+    for speed: this runs for every unfinished run on every request_task."""
+    concurrency = worker.concurrency
+    half = concurrency / 2
     for position, state in enumerate(states):
         run = state.run
         if pending:
             run = pending.get(run.id, run)
-        cores = run.cores + worker.concurrency if run.id == previous else run.cores
-        share = (cores + half) / max(run.args.get("itp", 100.0), 1e-9)
-        keys.append((-run.args.get("priority", 0.0), cores > 0, share, position))
-    keys.sort()
-    return [states[key[-1]] for key in keys]
+        args = run.args
+        cores = run.cores + concurrency if run.id == previous else run.cores
+        share = (cores + half) / max(args.get("itp", 100.0), 1e-9)
+        yield (-args.get("priority", 0.0), cores > 0, share, position)
 
 
 def unsuitable(run: RunRecord, needs: RunNeeds, worker: WorkerInfo) -> str | None:
@@ -115,13 +137,10 @@ def _mismatch(needs: RunNeeds, worker: WorkerInfo) -> str | None:
     return None
 
 
-def task_games(run: RunRecord, worker: WorkerInfo) -> int:
+def task_games(run: RunRecord, needs: RunNeeds, worker: WorkerInfo) -> int:
     """How many games a new task of `run` for this worker gets (0: none left)."""
-    args = run.args
-    remaining = int(args["num_games"]) - run.committed_games
+    remaining = int(run.args["num_games"]) - run.committed_games
     if remaining <= 0:
         return 0
-    sprt = args.get("sprt")
-    batch = int(sprt["batch_size"]) if sprt is not None else None
-    tc = parse_time_control(args["tc"]).scheduling_tc()
-    return task_size(tc, int(args["threads"]), worker.concurrency, remaining, batch)
+    tc, threads = needs.scheduling_tc, needs.threads
+    return task_size(tc, threads, worker.concurrency, remaining, needs.sprt_batch)

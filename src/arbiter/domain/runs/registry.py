@@ -180,8 +180,7 @@ class RunContext:
         for _, change in changes:
             change.run = replace(change.run, last_updated=now)
         with self.storage.write() as tx:
-            for state, change in changes:
-                write_change(tx, change, state)
+            write_changes(tx, changes)
         for state, change in changes:
             self.registry.publish(state, change)
 
@@ -198,13 +197,15 @@ class RunContext:
             yield state if self.registry.get(run_id) is state else None
 
 
-def write_change(tx: Tx, change: Change, stored: RunState) -> None:
-    """Write what `change` changes in `stored`, the run as committed so far (memory
-    holds what storage holds: changes are published only once committed)."""
-    for task in change.added:
-        tx.tasks.add(task)
-    for task in change.saved:
-        tx.tasks.save(task, stored.tasks[task.task_id])
-    tx.runs.save(change.run, stored.run)
-    for entry in change.log:
-        actions.record(tx, **entry)
+def write_changes(tx: Tx, changes: list[tuple[RunState, Change]]) -> None:
+    """Write what each change changes in its run as committed so far (memory holds
+    what storage holds: changes are published only once committed). New tasks
+    of all the runs go in one statement, and so do runs' rows changed alike."""
+    tx.tasks.add_many([task for _, change in changes for task in change.added])
+    for state, change in changes:
+        for task in change.saved:
+            tx.tasks.save(task, state.tasks[task.task_id])
+    tx.runs.save_many([(change.run, state.run) for state, change in changes])
+    for _, change in changes:
+        for entry in change.log:
+            actions.record(tx, **entry)

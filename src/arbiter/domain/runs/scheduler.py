@@ -29,7 +29,14 @@ import msgspec
 from arbiter.domain.accounts import User
 from arbiter.domain.runs.documents import results_view, wire_args
 from arbiter.domain.runs.ingest import retire_task
-from arbiter.domain.runs.ranking import OUTRANKED, RunNeeds, ranked, task_games, unsuitable
+from arbiter.domain.runs.ranking import (
+    OUTRANKED,
+    RunNeeds,
+    best_ranked,
+    ranked,
+    task_games,
+    unsuitable,
+)
 from arbiter.domain.runs.registry import Change, Registry, RunContext, RunState
 from arbiter.domain.workers import BlockedMachines
 from arbiter.protocol.messages import WorkerInfo
@@ -294,11 +301,40 @@ class TaskScheduler:
     # --- choosing a run (reference 4.3, 4.4) ---
 
     def _assign(self, call: _Call, batch: _Batch) -> Assignment | None:
-        registry, worker = self._context.registry, call.worker
+        registry = self._context.registry
         previous = registry.last_run_of(call.short_name)
         previous_task = registry.active_task_of(call.short_name)
-        order = ranked(registry.states(), worker, previous, batch.runs)
-        chosen: Assignment | None = None
+        states = registry.states()
+        chosen = self._assign_best(states, call, batch, previous)
+        if chosen is None:
+            chosen = self._assign_in_order(states, call, batch, previous)
+        if chosen is not None and previous_task is not None:
+            self._retire_stale(*previous_task, batch)
+        return chosen
+
+    def _assign_best(
+        self, states: list[RunState], call: _Call, batch: _Batch, previous: str | None
+    ) -> Assignment | None:
+        """The common case without sorting every run: the best-ranked run suits the
+        worker and its lock is free (or already the batch's). None: otherwise."""
+        state = best_ranked(states, call.worker, previous, batch.runs)
+        if state is None or unsuitable(batch.run(state), self._needs_of(state), call.worker):
+            return None
+        try:
+            chosen = self._create_task(state, call, batch, patience=0.0)
+        except _RunBusy:
+            return None
+        if chosen is not None:  # the chosen run has a worker now: not counted
+            self._count_outranked(states, call.worker, batch)
+        return chosen
+
+    def _assign_in_order(
+        self, states: list[RunState], call: _Call, batch: _Batch, previous: str | None
+    ) -> Assignment | None:
+        """Runs in rank order: the first that suits the worker and whose lock is free
+        within RUN_LOCK_PATIENCE; if every suitable one is busy, wait for the best."""
+        worker = call.worker
+        order = ranked(states, worker, previous, batch.runs)
         busy: list[RunState] = []
         for position, state in enumerate(order):
             run = batch.run(state)
@@ -310,17 +346,20 @@ class TaskScheduler:
                 chosen = self._create_task(state, call, batch, RUN_LOCK_PATIENCE)
             except _RunBusy:
                 busy.append(state)
+                continue
             if chosen is not None:
-                for outranked in order[position + 1 :]:  # suitable or not
-                    outranked_run = batch.run(outranked)
-                    if not outranked_run.workers:
-                        self._count_refusal(outranked, outranked_run, worker)
-                break
-        if chosen is None and busy:
-            chosen = self._create_task(busy[0], call, batch, patience=None)
-        if chosen is not None and previous_task is not None:
-            self._retire_stale(*previous_task, batch)
-        return chosen
+                self._count_outranked(order[position + 1 :], worker, batch)  # suitable or not
+                return chosen
+        return self._create_task(busy[0], call, batch, patience=None) if busy else None
+
+    def _count_outranked(self, states: list[RunState], worker: WorkerInfo, batch: _Batch) -> None:
+        pending = batch.runs
+        for state in states:
+            run = state.run
+            if pending:  # inline `batch.run`: this loops over every run
+                run = pending.get(run.id, run)
+            if not run.workers:
+                self._count_refusal(state, run, worker)
 
     def _retire_stale(self, run_id: str, task_id: int, batch: _Batch) -> None:
         """The machine was restarted and lost its task: free that task's games."""
@@ -360,7 +399,7 @@ class TaskScheduler:
         change = batch.hold(state, patience)
         if change is None:
             return None
-        size = task_games(change.run, call.worker)
+        size = task_games(change.run, self._needs_of(state), call.worker)
         if size <= 0:
             return None
         task_id = len(state.tasks) + len(change.added)
