@@ -5,6 +5,7 @@ from dataclasses import replace
 from arbiter.domain.accounts import User
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
+from arbiter.storage.records import RunRecord, TaskRecord
 from tests.domain.runs.support import approved_run, pairs, take_task, worker
 
 
@@ -16,11 +17,11 @@ def stored_run_and_task(storage: Storage, run_id: str, task_id: int) -> tuple[in
     return run.failures, task.crashes
 
 
-def test_a_commit_writes_only_the_fields_it_changed(
+def run_with_a_task_changed_by_hand(
     runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
-) -> None:
-    """Columns the change left alone are not rewritten: a value put in the row
-    behind memory's back (here, by hand) survives an assignment and a result."""
+) -> tuple[str, int, RunRecord, TaskRecord]:
+    """A run and its task, whose rows then get failures=41 and crashes=42 behind
+    memory's back; returns them as they were before."""
     run_id = approved_run(runs, alice, root, repo_url, num_games=2000)
     task_id = take_task(runs, alice, worker())["task_id"]
     with storage.write() as tx:
@@ -29,6 +30,15 @@ def test_a_commit_writes_only_the_fields_it_changed(
         assert task is not None
         tx.runs.save(replace(run, failures=41))
         tx.tasks.save(replace(task, crashes=42))
+    return run_id, task_id, run, task
+
+
+def test_a_commit_writes_only_the_fields_it_changed(
+    runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
+) -> None:
+    """Columns the change left alone are not rewritten: a value put in the row
+    behind memory's back (here, by hand) survives an assignment and a result."""
+    run_id, task_id, _, _ = run_with_a_task_changed_by_hand(runs, alice, root, repo_url, storage)
     take_task(runs, alice, worker(key="other"), addr="10.0.0.2")
     runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=4))
     assert stored_run_and_task(storage, run_id, task_id) == (41, 42)
@@ -41,14 +51,10 @@ def test_a_commit_writes_only_the_fields_it_changed(
 def test_a_save_without_the_stored_record_writes_every_field(
     runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
 ) -> None:
-    run_id = approved_run(runs, alice, root, repo_url, num_games=2000)
-    task_id = take_task(runs, alice, worker())["task_id"]
+    run_id, task_id, run, task = run_with_a_task_changed_by_hand(
+        runs, alice, root, repo_url, storage
+    )
     with storage.write() as tx:
-        run, task = tx.runs.get(run_id), tx.tasks.get(run_id, task_id)
-        assert run is not None
-        assert task is not None
-        tx.runs.save(replace(run, failures=41))
-        tx.tasks.save(replace(task, crashes=42))
         tx.runs.save(run)
         tx.tasks.save(task)
     assert stored_run_and_task(storage, run_id, task_id) == (0, 0)
