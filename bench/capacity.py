@@ -267,12 +267,13 @@ async def scheduler(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         baseline = scheduler_calls(scratch / "no-fsync", args, durable=False)
     print(json.dumps({"durable": durable, "no_fsync": baseline}), flush=True)
     lines = [
-        f"- {args.calls} calls of `TaskScheduler.request_task` in one thread, {args.runs} active"
-        " runs, each call a new machine, SQLite file, no HTTP.",
+        f"- {args.calls} calls of `TaskScheduler.request_task` one after another (each a"
+        f" batch of one on the assignment thread), {args.runs} active runs, each call a new"
+        " machine, SQLite file, no HTTP.",
         f"- Durable commits (as served: the WAL fsync'd before the call returns):"
         f" {durable['wall_us']:.0f} us of wall"
         f" time and {durable['cpu_us']:.0f} us of CPU per assignment"
-        f" ({1e6 / durable['wall_us']:.0f} assignments/s on one thread).",
+        f" ({1e6 / durable['wall_us']:.0f} assignments/s one at a time).",
         f"- Baseline, the same without the commit's fsync:"
         f" {baseline['wall_us']:.0f} us wall, {baseline['cpu_us']:.0f} us CPU; ratio durable /"
         f" baseline {durable['wall_us'] / baseline['wall_us']:.2f} (wall),"
