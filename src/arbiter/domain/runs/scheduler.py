@@ -242,8 +242,8 @@ class TaskScheduler:
     def _decide_and_commit(self, calls: list[_Call]) -> list[Assignment | dict[str, Any]]:
         batch = _Batch(self._context.registry)
         # The fsync is waited for on the way out, once the run locks are free and
-        # the calls' places at the gate are given back: the next batch gets in
-        # and is decided while this one's commit reaches the disk.
+        # the calls' places at the gate are given back: the next calls get in and
+        # queue while this one's commit reaches the disk, to form the next batch.
         with self._context.storage.durable_on_exit():
             try:
                 decided = [self._decide(call, batch) for call in calls]
