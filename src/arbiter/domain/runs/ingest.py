@@ -70,9 +70,11 @@ def retire_task(
 ) -> bool:
     """Add to `change` (of `state`, whose lock the caller holds) the task's taking
     away, with its action; False if the task is not active."""
-    if task_id >= len(state.tasks) or not change.current(state.tasks[task_id]).active:
+    if task_id >= len(state.tasks):
         return False
     task = change.current(state.tasks[task_id])
+    if not task.active:
+        return False
     change.save_task(task, replace(task, active=False, spsa_params=None))
     where = {"task_id": task_id, "worker": task_worker_name(task)}
     change.log.append(run_action(change.run, action, task.username, message, now, **where))

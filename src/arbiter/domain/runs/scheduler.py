@@ -2,11 +2,11 @@
 
 The seeds' admission gate comes first: a non-blocking semaphore, passed on the
 event loop, so at most TASK_SEMAPHORE_SIZE calls are ever queued for or inside
-a decision, and a caller told "too busy" costs nothing more. The seeds' one lock around the decision
-becomes one scheduling thread: it takes every call waiting at once, decides
-them one after another (each decision sees those before it), commits all
-their tasks in one transaction, waits once for that to be durable, then
-answers them. A batch of calls costs one transaction and one fsync, and a
+a decision, and a caller told "too busy" costs nothing more. The seeds' one
+lock around the decision becomes one scheduling thread: it takes every call
+waiting at once, decides them one after another (each decision sees those
+before it), commits all their tasks in one transaction, waits once for that
+to be durable, then answers them. A batch of calls costs one transaction and one fsync, and a
 call waiting its turn holds no threadpool thread. The thread starts when a
 call comes and ends after IDLE_SECONDS without one.
 
@@ -98,11 +98,16 @@ class _Batch:
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
         self.changes: dict[str, tuple[RunState, Change]] = {}
-        self.runs: dict[str, RunRecord] = {}  # what `ranked` reads for pending runs
         self.per_address: Counter[tuple[str, str]] = Counter()  # tasks handed out here
 
+    @property
+    def runs(self) -> dict[str, RunRecord]:
+        """The runs this batch holds, as its changes leave them (what ranking reads)."""
+        return {run_id: change.run for run_id, (_, change) in self.changes.items()}
+
     def run(self, state: RunState) -> RunRecord:
-        return self.runs.get(state.run.id, state.run) if self.runs else state.run
+        held = self.changes.get(state.run.id)
+        return state.run if held is None else held[1].run
 
     def hold(self, state: RunState, patience: float | None) -> Change | None:
         """The batch's change of this run, its lock taken on first use; None if the
@@ -119,9 +124,6 @@ class _Batch:
         change = Change(state.run)
         self.changes[state.run.id] = (state, change)
         return change
-
-    def changed(self, change: Change) -> None:
-        self.runs[change.run.id] = change.run
 
     def pending(self) -> list[tuple[RunState, Change]]:
         return [(s, c) for s, c in self.changes.values() if c.added or c.saved or c.log]
@@ -368,8 +370,8 @@ class TaskScheduler:
             return
         change = batch.hold(state, patience=None)
         now = self._context.clock()
-        if change is not None and retire_task(state, change, task_id, STALE_TASK, now=now):
-            batch.changed(change)
+        if change is not None:
+            retire_task(state, change, task_id, STALE_TASK, now=now)
 
     def _count_refusal(
         self, state: RunState, run: RunRecord, worker: WorkerInfo, reason: str | None = None
@@ -405,7 +407,6 @@ class TaskScheduler:
         task_id = len(state.tasks) + len(change.added)
         task = _new_task(change.run, task_id, call, size, self._context.clock())
         change.add_task(task)
-        batch.changed(change)
         batch.per_address[(call.user.username, call.remote_addr)] += 1
         return Assignment(state, task)
 
