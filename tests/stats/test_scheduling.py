@@ -14,6 +14,7 @@ from arbiter.stats import (
     task_size,
     tc_factor,
     tc_ratio,
+    worker_task_cap,
 )
 from tests.stats.support import close
 
@@ -89,3 +90,47 @@ def test_parse_tc() -> None:
     assert parse_tc("40/20+0.5").moves == 40
     with pytest.raises(ValueError, match="time control"):
         parse_tc("0/10")
+
+
+# Bit for bit: runs are ranked by (cores + C/2)/itp, so an itp one ulp off the
+# reference's can swap two runs. Expected values are the reference's formulas
+# evaluated by hand, in the reference's order of operations.
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "expected"),
+    [
+        # 100 × 36/37 × (1 + 0)
+        ((100, 1.0, 1, 0), {}, 97.2972972972973),
+        # 100 × 6^0.774 × 36/37: LTC at 60+0.6 is six STC games
+        ((100, 6.0, 1, 0), {}, 389.39452820693117),
+        # 100 × 36/45 × (1 + 100000/200000)
+        ((100, 1.0, 3, 100_000), {}, 120.0),
+        # 100 × 36/37 × (1 + (1 + 0.2)): the game bonus is capped at 1
+        ((100, 1.0, 1, 250_000), {"sprt_llr": 2.5, "sprt_elo0": 0.5}, 214.0540540540541),
+        # 100 × (1 + (0.000735 + 0.2)); adding 0.1 twice would give 120.0735
+        ((100, 1.0, 0, 147), {"sprt_llr": 2.5, "sprt_elo0": 0.5}, 120.07350000000001),
+        # elo0 not above 0: only 0.1; LLR not above 2: nothing
+        ((100, 1.0, 0, 147), {"sprt_llr": 2.5, "sprt_elo0": 0.0}, 110.0735),
+        ((100, 1.0, 0, 147), {"sprt_llr": 2.0, "sprt_elo0": 0.5}, 100.0735),
+        # a ratio below 1 (very short games) is not a malus
+        ((100, 0.5, 0, 0), {}, 100.0),
+    ],
+)
+def test_itp_is_the_references_to_the_last_bit(args, kwargs, expected) -> None:  # type: ignore[no-untyped-def]
+    assert internal_throughput(*args, **kwargs) == expected
+
+
+def test_moves_per_period_scale_as_the_reference_scales_them() -> None:
+    # (10 × (68/30)) × 1.84; (10 × 68)/30 would end in ...667
+    assert game_duration("30/10") == 41.70666666666666
+    assert tc_ratio("30/10") == 41.70666666666666 / 30.912000000000003
+
+
+def test_task_cap_rounds_half_a_unit_up() -> None:
+    # 3+0.25 lasts (3 + 68 × 0.25) × 1.84 = 36.8 s; 23 cores play 1800/36.8 × 23
+    # = 1125 games in 30 min, 562.5 pairs: the reference rounds that up to 563.
+    assert worker_task_cap("3+0.25", 1, 23) == 1126
+    assert task_size("3+0.25", 1, 23, BIG) == 1126
+    # 2+0.5 at 161 cores in batches of 7 pairs: 312.5 batches -> 313
+    assert worker_task_cap("2+0.5", 1, 161, 7) == 14 * 313

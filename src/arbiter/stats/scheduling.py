@@ -42,7 +42,9 @@ def parse_tc(tc: str) -> TimeControl:
 def game_duration(tc: str) -> float:
     """Estimated seconds per game: (time + 68·inc) × 2 × 0.92, moves/time scaled by 68/moves."""
     parsed = parse_tc(tc)
-    time = parsed.time * GAME_MOVES / parsed.moves if parsed.moves else parsed.time
+    # time × (68/moves), in this order: (time × 68)/moves can differ in the last
+    # bit, and the reference's itp, and so its rank order, is built on this value.
+    time = parsed.time * (GAME_MOVES / parsed.moves) if parsed.moves else parsed.time
     return (time + GAME_MOVES * parsed.increment) * DURATION_FACTOR
 
 
@@ -60,7 +62,9 @@ def worker_task_cap(tc: str, threads: int, concurrency: int, batch_size: int | N
     """Games a worker plays in 30 min, rounded to whole SPRT batches (≥ 1) or pairs (≥ 1)."""
     games = TASK_DURATION_S / game_duration(tc) * (concurrency // threads)
     unit = 2 * batch_size if batch_size else 2
-    return unit * max(1, round(games / unit))
+    # Halves round up, as the reference's int(x + 1/2) does (round() would send
+    # 562.5 units to 562, a task a pair shorter than the reference's).
+    return unit * max(1, int(games / unit + 0.5))
 
 
 def task_size(
@@ -93,9 +97,9 @@ def internal_throughput(
     itp *= 36.0 / (36.0 + same_user_runs**2)
     boost = min(games / 200_000, 1.0)
     if sprt_llr is not None and sprt_llr > 2.0:
-        boost += 0.1
-        if sprt_elo0 is not None and sprt_elo0 > 0.0:
-            boost += 0.1
+        # One addition of 0.1 or 0.2, as the reference makes it: adding 0.1 twice
+        # can differ in the last bit, and runs are ranked by cores/itp.
+        boost += 0.2 if sprt_elo0 is not None and sprt_elo0 > 0.0 else 0.1
     return itp * (1.0 + boost)
 
 
