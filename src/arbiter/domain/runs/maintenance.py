@@ -66,9 +66,12 @@ def _with_rates(state: RunState, same_user_busy: int) -> RunRecord:
         float(t.worker_info.get("nps", 0.0)) * int(t.worker_info["concurrency"]) for t in active
     )
     per_minute = sum(60.0 / duration * (_cores(t) // threads) for t in active)
+    # itp is kept as computed, as the reference keeps it: rounded, two runs whose
+    # shares differ by less than the rounding could be ranked the other way round.
+    # The same inputs give the same float, so an unchanged run is not rewritten.
     return replace(
         run,
         nps=round(nps, 1),
         games_per_minute=round(per_minute, 2),
-        args={**args, "itp": round(itp, 3)},
+        args={**args, "itp": itp},
     )

@@ -39,8 +39,12 @@ class Runs:
         self.contributors = Contributors(self.context)
 
     def restore(self) -> int:
-        """Primary start-up: load and verify live runs (threadpool)."""
-        return restore(self.context, log.warning)
+        """Primary start-up: load and verify live runs (threadpool). Their itp is
+        worked out afresh at once, as the reference does after loading its runs,
+        rather than ranking by values saved under other code for a minute."""
+        live = restore(self.context, log.warning)
+        refresh_rates(self.context)
+        return live
 
     def scavenge(self) -> int:
         return scavenge_dead_tasks(self.context)
