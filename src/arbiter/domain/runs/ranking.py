@@ -72,7 +72,14 @@ def ranked(
     """Best first: higher priority; then runs without cores; then the run furthest
     below its share (cores relative to itp). A worker's previous run counts its
     cores, which steers it gently elsewhere. Ties keep the registry's order.
-    `pending`: runs as decisions not yet committed leave them, by id."""
+    `pending`: runs as decisions not yet committed leave them, by id.
+
+    This is the reference's order (rundb `sync_request_task`, its sort key, and
+    `calc_itp` for itp, `maintenance._with_rates` here) except between runs whose
+    keys are equal, e.g. new runs of one priority and throughput: the reference
+    sorts a set of run ids, so its ties fall in string-hash order, which differs
+    from process to process. The registry's order (submission, or load order
+    after a restart) is as good a choice and is reproducible."""
     return [states[key[-1]] for key in sorted(_rank_keys(states, worker, previous, pending))]
 
 
@@ -103,12 +110,20 @@ def _rank_keys(
             run = pending.get(run.id, run)
         args = run.args
         cores = run.cores + concurrency if run.id == previous else run.cores
+        # Half this machine counted as given already: the reference's remedy for
+        # granularity, so a machine of many cores goes where they overshoot the
+        # share least. A missing itp counts as 100, what a new run starts with.
         share = (cores + half) / max(args.get("itp", 100.0), 1e-9)
         yield (-args.get("priority", 0.0), cores > 0, share, position)
 
 
 def unsuitable(run: RunRecord, needs: RunNeeds, worker: WorkerInfo) -> str | None:
-    """The first reason this run cannot go to this worker (reference 4.4), or None."""
+    """The first reason this run cannot go to this worker (reference 4.4), or None.
+
+    Not applied: the reference's skip, for a worker that says it is near its
+    GitHub API limit, of runs it was never given (building them would cost it
+    API calls). That needs every run each machine was ever given, which
+    Arbiter does not keep; its own workers never make that claim."""
     if not run.approved:
         return NOT_APPROVED
     mismatch = _mismatch(needs, worker)
