@@ -646,15 +646,12 @@ def test_a_repeated_identical_update_changes_nothing(
     ("stats", "problem"),
     [
         (pairs(ld=1, wd=1), "a cumulative count went down"),
-        (Stats(4, 2, 5, 6, 0, [0, 1, 2, 2, 0]), "odd number of games (11)"),
-        (Stats(5, 1, 4, 6, 0, [0, 1, 2, 2, 0]), "wins-losses = 4 but the pentanomial implies"),
-        (Stats(3, 2, 7, 6, 0, [0, 1, 2, 2, 0]), "wins+losses+draws = 12 games"),
         (Stats(3, 2, 229, 6, 0, [0, 1, 114, 2, 0]), "234 games played in a task of 232"),
         (Stats(3, 2, 5, 5, 0, [0, 1, 2, 2, 0]), "a cumulative count went down"),
     ],
-    ids=["decreasing", "odd", "wins-losses", "games-vs-pairs", "too-many", "fewer-crashes"],
+    ids=["decreasing", "too-many", "fewer-crashes"],
 )
-def test_incompatible_stats_kill_the_task(
+def test_stats_that_cannot_follow_the_stored_ones_kill_the_task(
     api: TestClient, task: tuple[str, int], stats: Stats, problem: str
 ) -> None:
     """The reference answers 200 + error, deactivates the task and counts nothing."""
@@ -676,6 +673,34 @@ def test_incompatible_stats_kill_the_task(
         dead = update(api, task, first)
     assert dead["task_alive"] is False
     assert dead["info"] == f"task {run_id}/{task_id} is not active"
+
+
+@pytest.mark.parametrize(
+    ("stats", "problem"),
+    [
+        (Stats(4, 2, 5, 6, 0, [0, 1, 2, 2, 0]), "odd number of games (11)"),
+        (Stats(5, 1, 4, 6, 0, [0, 1, 2, 2, 0]), "wins-losses = 4 but the pentanomial implies"),
+        (Stats(3, 2, 7, 6, 0, [0, 1, 2, 2, 0]), "wins+losses+draws = 12 games"),
+        (Stats(2, 2, 0, 0, 0, [0, 1, 0, 1, 0]), "draws = 0 is outside the range"),
+    ],
+    ids=["odd", "wins-losses", "games-vs-pairs", "draws"],
+)
+def test_contradictory_stats_are_a_bad_request_and_the_task_lives_on(
+    api: TestClient, task: tuple[str, int], stats: Stats, problem: str
+) -> None:
+    """The reference's request schema refuses counts that contradict each other
+    (valid_results): a 400 before the run is touched, so the task stays active."""
+    first = pairs(ld=1, dd=2, wd=2)
+    assert update(api, task, first)["task_alive"] is True
+    body = body_for("/api/update_task", *task, stats=wire(stats))
+    with unchanged(api):
+        status, reply = post(api, "/api/update_task", body)
+    assert status == 400
+    assert reply["error"].startswith("/api/update_task: incompatible stats: ")
+    assert problem in reply["error"]
+    assert stored_task(api, *task).active
+    again = update(api, task, pairs(ld=1, dd=3, wd=2))  # the worker may go on
+    assert again["task_alive"] is True
 
 
 def test_stats_off_the_sprt_batch_kill_the_task(api: TestClient, repo_url: str) -> None:

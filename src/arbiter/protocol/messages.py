@@ -115,9 +115,9 @@ class Stats(msgspec.Struct):
     """Cumulative results of one task.
 
     Only the shape is checked here; whether the numbers are consistent with each
-    other (W+L+D = 2·Σ pentanomial, ...) is the result service's decision,
-    because the reference answers that with a 200 + `error` and a dead task,
-    not a 400.
+    other (W+L+D = 2·Σ pentanomial, ...) is checked by the result service with
+    `arbiter.stats` (which this package may not import): a 400 that leaves the
+    task active, as the reference's request schema answers it.
     """
 
     wins: Count

@@ -58,11 +58,19 @@ def test_going_backwards_kills_the_task(
     assert run.draws == 20  # type: ignore[attr-defined]
 
 
-def test_inconsistent_counts_are_refused(runs: Runs, started: tuple[str, int]) -> None:
+def test_inconsistent_counts_are_a_bad_request_that_changes_nothing(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
     run_id, task_id = started
-    odd = Stats(1, 0, 0, 0, 0, [0, 0, 0, 0, 0])
-    reply = runs.ingest.update_task(worker(), run_id, task_id, odd)
-    assert "odd number of games" in reply["error"]
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=2))
+    before = stored(storage, run_id)
+    odd = Stats(1, 0, 4, 0, 0, [0, 0, 2, 0, 0])
+    with pytest.raises(BadRequest, match="incompatible stats: odd number of games"):
+        runs.ingest.update_task(worker(), run_id, task_id, odd)
+    assert stored(storage, run_id) == before
+    state = runs.context.registry.get(run_id)
+    assert state is not None
+    assert state.tasks[task_id].active
 
 
 def test_other_workers_task_is_a_bad_request(runs: Runs, started: tuple[str, int]) -> None:

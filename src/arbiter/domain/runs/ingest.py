@@ -3,7 +3,10 @@
 `update_task` is the durable heart: the task's cumulative stats, the run's
 totals, its SPRT state and any SPSA step are committed in one transaction
 before the reply, so a worker told "saved" is never contradicted by a crash.
-A repeated identical update is recognised and changes nothing.
+A repeated identical update is recognised and changes nothing. As in the
+reference, counts that contradict each other are a 400 that changes nothing,
+while consistent counts that cannot follow the stored ones (fewer games, off
+the SPRT batch) kill the task with a 200 + `error`.
 
 Everything here runs in the threadpool, under the run's own lock: updates of
 different runs proceed in parallel and never wait for the scheduler.
@@ -102,6 +105,7 @@ class ResultIngest:
         stats: Stats,
         spsa: SpsaResult | None = None,
     ) -> dict[str, Any]:
+        _check_consistent(stats)
         with self._context.locked(run_id) as state:
             if state is None:
                 return self._gone(worker, run_id, task_id)
@@ -326,8 +330,20 @@ def _same_stats(task: TaskRecord, stats: Stats) -> bool:
     )
 
 
+def _check_consistent(stats: Stats) -> None:
+    """Refuse (400) counts that contradict each other, before the task is read.
+
+    The reference's request schema rejects them, so its worker gets a 400 and
+    its task stays active, untouched (not even its lease is renewed).
+    """
+    problems = result_problems(stats.wins, stats.losses, stats.draws, stats.pentanomial)
+    if problems:
+        raise BadRequest("incompatible stats: " + "; ".join(problems))
+
+
 def _stats_problem(run: RunRecord, task: TaskRecord, stats: Stats) -> str | None:
-    """Why these cumulative stats cannot follow the stored ones, or None."""
+    """Why these stats (consistent in themselves) cannot follow the stored ones, or
+    None. The reference answers these with 200 + `error` and a dead task."""
     sprt = run.args.get("sprt")
     batch = int(sprt["batch_size"]) if sprt is not None else None
     problems = result_problems(stats.wins, stats.losses, stats.draws, stats.pentanomial, batch)
