@@ -1,5 +1,6 @@
 """The `arbiter` command, run as a real subprocess on a real SQLite file."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,37 @@ def test_token_for_unknown_user_is_an_error(data_dir: str) -> None:
 def test_password_stdin_is_required(data_dir: str) -> None:
     result = arbiter("users", "create", "dave", "--data-dir", data_dir)
     assert result.returncode == 2
+
+
+def test_books_import_catalogue_then_list(data_dir: str, tmp_path: Path) -> None:
+    sri = "A" * 64
+    entry = {"total": 5, "white": 3, "black": 2, "min_depth": None, "max_depth": None, "sri": sri}
+    catalogue = tmp_path / "books.json"
+    catalogue.write_text(json.dumps({"tiny.epd": entry}))
+    imported = arbiter("books", "import-catalogue", str(catalogue), "--data-dir", data_dir)
+    assert imported.returncode == 0, imported.stderr
+    assert "1 books" in imported.stderr
+    listed = arbiter("books", "list", "--data-dir", data_dir).stdout.splitlines()
+    assert f"tiny.epd\tcatalogue\t5\t{sri}" in listed
+    assert not any("UHO_Lichess" in line for line in listed)  # replaced, not merged
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "cannot read"),
+        ("[]", "expected a JSON object"),
+        ('{"a.epd": {"total": 1}}', "a.epd: white"),
+    ],
+)
+def test_a_bad_catalogue_is_one_line_and_changes_nothing(
+    data_dir: str, tmp_path: Path, content: str, message: str
+) -> None:
+    catalogue = tmp_path / "books.json"
+    catalogue.write_text(content)
+    result = arbiter("books", "import-catalogue", str(catalogue), "--data-dir", data_dir)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    listed = arbiter("books", "list", "--data-dir", data_dir).stdout
+    assert "UHO_Lichess_4852_v1.epd\tcatalogue" in listed  # still the shipped catalogue

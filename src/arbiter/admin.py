@@ -1,12 +1,15 @@
-"""Operator commands: `arbiter db upgrade` and `arbiter users ...`."""
+"""Operator commands: `arbiter db upgrade`, `arbiter users ...` and `arbiter books ...`."""
 
 import argparse
+import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from arbiter.domain.errors import DomainError
+from arbiter.domain.actions import SYSTEM_USER
+from arbiter.domain.errors import DomainError, ValidationError
+from arbiter.domain.files.books import BookLibrary
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.storage.migrate import upgrade
@@ -40,6 +43,8 @@ def run_admin_command(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
         if args.command == "db":
             return db_upgrade(settings)
+        if args.command == "books":
+            return books_command(args, settings)
         return users_command(args, settings)
     except (DomainError, SettingsError) as error:
         print(f"arbiter: {error}", file=sys.stderr)
@@ -54,6 +59,34 @@ def db_upgrade(settings: Settings) -> int:
         engine.dispose()
     print("database schema is up to date")
     return 0
+
+
+def books_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`books import-catalogue FILE` (a running server picks it up within a
+    minute) and `books list`."""
+    with open_storage(settings) as storage:
+        library = BookLibrary(storage, settings.data_dir / "books")
+        library.load()
+        if args.books_command == "import-catalogue":
+            document = _read_json(Path(args.file))
+            count = library.import_catalogue(document, SYSTEM_USER)
+            print(f"imported a catalogue of {count} books", file=sys.stderr)
+            return 0
+        for book in library.catalogue():
+            print(f"{book.name}\tcatalogue\t{book.total}\t{book.sri}")
+        for hosted in library.list():
+            print(f"{hosted.name}\thosted\t{hosted.total}\t{hosted.sri}")
+    return 0
+
+
+def _read_json(path: Path) -> dict[str, object]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValidationError("file", f"cannot read {path}: {error}") from None
+    if not isinstance(document, dict):
+        raise ValidationError("file", f"{path}: expected a JSON object of books by name")
+    return document
 
 
 def users_command(args: argparse.Namespace, settings: Settings) -> int:

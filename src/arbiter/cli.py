@@ -1,4 +1,4 @@
-"""`arbiter`: serve | db upgrade | users create/token/list | worker | demo.
+"""`arbiter`: serve | db upgrade | users create/token/list | books | worker | demo.
 
 This module parses arguments only. Each command's implementation is imported
 when it runs, so the worker distribution (which ships this file without the
@@ -58,9 +58,22 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--label", default="")
     _add_storage_options(token)
     _add_storage_options(user_commands.add_parser("list", help="list accounts"))
+    _add_books_parser(commands)
     add_worker_parser(commands)
     add_demo_parser(commands)
     return parser
+
+
+def _add_books_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    books = commands.add_parser("books", help="opening books")
+    book_commands = books.add_subparsers(dest="books_command", required=True, metavar="ACTION")
+    catalogue = book_commands.add_parser(
+        "import-catalogue",
+        help="replace the catalogue of official-stockfish/books with FILE (its books.json)",
+    )
+    catalogue.add_argument("file", help="a books.json: {name: {total, white, black, ..., sri}}")
+    _add_storage_options(catalogue)
+    _add_storage_options(book_commands.add_parser("list", help="list catalogue and hosted books"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

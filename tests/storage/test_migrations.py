@@ -33,3 +33,20 @@ def test_sqlite_runs_in_wal_mode(sqlite_database_url: str) -> None:
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert connection.execute(text("PRAGMA busy_timeout")).scalar() == 30_000
     engine.dispose()
+
+
+def test_0002_strips_the_sri_prefix_of_stored_books(engine: Engine) -> None:
+    from alembic import command
+
+    from arbiter.storage.migrate import _config
+    from arbiter.storage.schema import books
+
+    row = {"name": "a.epd", "username": "u", "sri": "A" * 64, "size": 1, "total": 1}
+    with engine.begin() as connection:
+        connection.execute(books.insert().values(**row, uploaded_at=0.0))
+    command.downgrade(_config(engine), "0001")
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT sri FROM books")).scalar() == "sha384-" + "A" * 64
+    upgrade(engine)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT sri FROM books")).scalar() == "A" * 64

@@ -12,6 +12,7 @@ import msgspec
 import pytest
 from starlette.testclient import TestClient
 
+from arbiter.domain.files.book_catalogue import REFERENCE_DEFAULT_BOOK
 from arbiter.domain.run_args import DEFAULT_BOOK
 from tests.domain.runs.support import worker
 from tests.web.support import STRONG_PASSWORD, make_user, state
@@ -22,6 +23,9 @@ GAMES = [
 ]
 NET = b"NNUE" + bytes(range(256)) * 16
 NET_NAME = f"nn-{hashlib.sha256(NET).hexdigest()[:12]}.nnue"
+
+
+UHO_SRI = "QHAU1P3LurcJr7UTRI7HZCVFsoYBWC3OTsBqZY/FfQA6VQo3MmECWtByB4gVACW5"
 
 
 def worker_body(**fields: Any) -> dict[str, Any]:
@@ -71,6 +75,10 @@ def test_uploaded_pgns_download_per_task_and_per_run(client: TestClient, repo_ur
     assert [game.headers["Result"] for game in games if game] == ["1-0", "1/2-1/2"]
     assert [len(list(game.mainline_moves())) for game in games if game] == [7, 2]
 
+    bare = client.get(f"/api/pgn/{run_id}-{task_id}")  # the reference serves it too
+    assert (bare.status_code, bare.content) == (200, task.content)
+    assert f'filename="{run_id}-{task_id}"' in bare.headers["content-disposition"]
+
     archive = client.get(f"/api/run_pgns/{run_id}.pgn.gz")
     assert archive.headers["content-type"] == "application/gzip"
     assert gzip.decompress(archive.content).decode() == GAMES[0] + "\n" + GAMES[1]
@@ -104,7 +112,13 @@ def test_pgn_of_another_workers_task_is_refused(client: TestClient, repo_url: st
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/pgn/nothing.pgn", "/api/pgn/" + "0" * 24 + "-0.pgn", "/api/run_pgns/x.gz"]
+    "path",
+    [
+        "/api/pgn/nothing.pgn",
+        "/api/pgn/" + "0" * 24 + "-0.pgn",
+        "/api/pgn/" + "0" * 24 + "-0",
+        "/api/run_pgns/x.gz",
+    ],
 )
 def test_missing_pgns_are_json_404s(client: TestClient, path: str) -> None:
     reply = client.get(path)
@@ -160,13 +174,22 @@ def test_unknown_net_is_a_404(client: TestClient) -> None:
 # ---------------------------------------------------------------- books
 
 
-def test_the_default_book_is_listed_and_downloads_with_its_hash(client: TestClient) -> None:
+def test_the_shipped_book_is_listed_and_downloads_with_its_hash(client: TestClient) -> None:
     books = client.get("/api/books").json()["books"]
     assert DEFAULT_BOOK in books
     data = client.get(f"/api/book/{DEFAULT_BOOK}").content
     digest = base64.b64encode(hashlib.sha384(data).digest()).decode()
-    assert books[DEFAULT_BOOK]["sri"] == f"sha384-{digest}"
+    assert books[DEFAULT_BOOK]["sri"] == digest  # bare, as the official worker computes it
     assert books[DEFAULT_BOOK]["total"] == len(data.splitlines())
+    assert books[DEFAULT_BOOK]["hosted"] is True
+
+
+def test_catalogue_books_are_listed_but_not_served(client: TestClient) -> None:
+    books = client.get("/api/books").json()["books"]
+    uho = books[REFERENCE_DEFAULT_BOOK]
+    assert uho["hosted"] is False
+    assert set(uho) >= {"total", "white", "black", "min_depth", "max_depth", "sri"}
+    assert client.get(f"/api/book/{REFERENCE_DEFAULT_BOOK}").status_code == 404
 
 
 def test_book_upload_then_runs_may_use_it(client: TestClient, repo_url: str) -> None:
@@ -186,14 +209,33 @@ def test_runs_with_an_unknown_book_are_refused(client: TestClient, repo_url: str
     assert "Unknown book no.epd" in reply.json()["error"]
 
 
-def test_request_task_carries_the_book_hash(client: TestClient, repo_url: str) -> None:
+def submit_approved(client: TestClient, repo_url: str, **args: Any) -> str:
     alice = make_user(client, "alice")
     root = make_user(client, "root", approver=True)
     runs = state(client).runs
-    body = {"tests_repo": repo_url, "new_tag": "patch", "base_tag": "master"}
+    body = {"tests_repo": repo_url, "new_tag": "patch", "base_tag": "master", **args}
     run_id = runs.lifecycle.submit(alice, body)
     runs.lifecycle.approve(root, run_id)
+    return run_id
+
+
+def test_a_new_run_gets_the_references_default_catalogue_book(
+    client: TestClient, repo_url: str
+) -> None:
+    submit_approved(client, repo_url)
     reply = client.post("/api/request_task", json=worker_body()).json()
-    assert reply["run"]["args"]["book"] == DEFAULT_BOOK
+    assert reply["run"]["args"]["book"] == REFERENCE_DEFAULT_BOOK
+    assert reply["run"]["args"]["book_sri"] == UHO_SRI
+
+
+def test_a_hosted_book_goes_to_arbiter_workers_only(client: TestClient, repo_url: str) -> None:
+    run_id = submit_approved(client, repo_url, book=DEFAULT_BOOK)
+    official = client.post("/api/request_task", json=worker_body()).json()
+    assert "task_waiting" in official or "run" not in official, official
+    why = client.get(f"/api/get_run/{run_id}").json()["why_no_workers"]
+    assert any("catalogue" in reason for reason in why), why
+    ours = worker_body(worker_info=msgspec.to_builtins(worker(hosted_books=True)))
+    reply = client.post("/api/request_task", json=ours).json()
+    assert reply["run"]["_id"] == run_id, reply
     assert reply["run"]["args"]["book_sri"] == state(client).books.sri(DEFAULT_BOOK)
-    assert reply["run"]["args"]["book_sri"].startswith("sha384-")
+    assert not reply["run"]["args"]["book_sri"].startswith("sha384-")

@@ -17,6 +17,7 @@ from typing import Any
 import chess.pgn
 import httpx2 as httpx
 
+from arbiter.protocol.books import SHIPPED_BOOK
 from tests.web.live_server import CHEAP_HASHING, Server, free_port, stop, wait_until_serving
 
 # Starts `arbiter serve` with a short task lease and a fast scavenger, so a
@@ -75,7 +76,13 @@ class Arena:
     workers: list[Worker] = field(default_factory=list)
 
     def submit(self, repo_url: str, **args: Any) -> str:
-        body = {"tests_repo": repo_url, "base_tag": "master", "new_tag": "stronger", **args}
+        body = {
+            "tests_repo": repo_url,
+            "base_tag": "master",
+            "new_tag": "stronger",
+            "book": SHIPPED_BOOK,  # hosted by the server; catalogue books need the internet
+            **args,
+        }
         url = self.server.url
         headers = _bearer(self.accounts.alice)
         reply = httpx.post(f"{url}/api/runs", json=body, headers=headers, timeout=30)

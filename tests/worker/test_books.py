@@ -1,11 +1,14 @@
 """Opening books: download with SRI check, EPD and PGN reading, task windows."""
 
+import io
 import os
+import zipfile
 from pathlib import Path
 
 import chess
 import pytest
 
+from arbiter.protocol.books import book_sri as sri_of
 from arbiter.worker.books import (
     ensure_book,
     openings_for_task,
@@ -13,7 +16,6 @@ from arbiter.worker.books import (
     read_book,
     read_epd_openings,
     read_pgn_openings,
-    sri_of,
 )
 from arbiter.worker.errors import WorkerError
 from arbiter.worker.match.game import Opening
@@ -38,7 +40,7 @@ def test_download_verify_and_reuse(tmp_path: Path) -> None:
 def test_a_book_that_does_not_match_its_sri_is_refused(tmp_path: Path) -> None:
     server = FakeServer()
     server.files["/api/book/a.epd"] = EPD + b"tampered"
-    with pytest.raises(WorkerError, match="SRI"):
+    with pytest.raises(WorkerError, match="does not match its sri"):
         ensure_book(server.client(), tmp_path, "a.epd", sri_of(EPD))
     assert not (tmp_path / "a.epd").exists()
 
@@ -63,8 +65,51 @@ def test_without_an_sri_the_book_list_gives_it(tmp_path: Path) -> None:
 
 
 def test_unknown_book(tmp_path: Path) -> None:
-    with pytest.raises(WorkerError, match="no book"):
-        ensure_book(FakeServer().client(), tmp_path, "x.epd", "sha384-x")
+    with pytest.raises(WorkerError, match=r"neither the server nor .*x\.epd\.zip has it"):
+        ensure_book(FakeServer().client(), tmp_path, "x.epd", sri_of(EPD))
+
+
+CATALOGUE_PATH = "/official-stockfish/books/master/c.epd.zip"
+
+
+def zipped(name: str, data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_a_book_the_server_does_not_host_comes_from_the_catalogue(tmp_path: Path) -> None:
+    server = FakeServer()  # answers every host: the catalogue's path is that of its URL
+    crlf = EPD.replace(b"\n", b"\r\n")
+    server.files[CATALOGUE_PATH] = zipped("c.epd", crlf)
+    path = ensure_book(server.client(), tmp_path, "c.epd", sri_of(EPD))
+    assert path.read_bytes() == crlf  # kept as published; its sri is that of its text
+    assert server.paths() == ["/api/book/c.epd", CATALOGUE_PATH]
+
+
+def test_a_mirror_of_the_catalogue_can_be_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARBITER_BOOKS_URL", "http://mirror.test/books/")
+    server = FakeServer()
+    server.files["/books/c.epd.zip"] = zipped("c.epd", EPD)
+    ensure_book(server.client(), tmp_path, "c.epd", sri_of(EPD))
+    assert server.paths()[-1] == "/books/c.epd.zip"
+
+
+def test_a_catalogue_download_that_is_not_its_book_is_refused(tmp_path: Path) -> None:
+    server = FakeServer()
+    server.files[CATALOGUE_PATH] = zipped("other.epd", EPD)
+    with pytest.raises(WorkerError, match="unusable zip"):
+        ensure_book(server.client(), tmp_path, "c.epd", sri_of(EPD))
+    server.files[CATALOGUE_PATH] = b"not a zip"
+    with pytest.raises(WorkerError, match="unusable zip"):
+        ensure_book(server.client(), tmp_path, "c.epd", sri_of(EPD))
+    server.files[CATALOGUE_PATH] = zipped("c.epd", EPD + b"tampered")
+    with pytest.raises(WorkerError, match="does not match its sri"):
+        ensure_book(server.client(), tmp_path, "c.epd", sri_of(EPD))
+    assert not (tmp_path / "c.epd").exists()
 
 
 def test_prune_keeps_the_newest(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from arbiter.domain.errors import ValidationError
+from arbiter.protocol.books import SHIPPED_BOOK
 from arbiter.protocol.messages import SUPPORTED_ARCHS, WORKER_ARCHS
 from arbiter.stats.scheduling import REFERENCE_NPS, game_duration
 from arbiter.stats.spsa import (
@@ -45,7 +46,8 @@ MAX_REF_CHARS = 255
 MAX_ARCH_FILTER_CHARS = 200
 MAX_NODES = 10**10
 MAX_THROUGHPUT = 500.0
-DEFAULT_BOOK = "arbiter-openings-v1.epd"  # shipped in arbiter/data/books
+# The default when no catalogue offers the reference's.
+DEFAULT_BOOK = SHIPPED_BOOK
 DEFAULT_BOOK_DEPTH = 8
 MAX_BOOK_DEPTH = 40
 DEFAULT_SPRT_ALPHA = 0.05
@@ -211,8 +213,9 @@ class RunArgs:
 # ---------------------------------------------------------------- entry point
 
 
-def parse_run_args(raw: Mapping[str, object]) -> RunArgs:
+def parse_run_args(raw: Mapping[str, object], default_book: str = DEFAULT_BOOK) -> RunArgs:
     """Validate a submission; ValidationError(field, message) for the first bad field.
+    `default_book` is the book of a submission that names none.
 
     Blocking when an arch filter is given (it is evaluated in a child process,
     see `matching_archs`): call it from the threadpool.
@@ -227,7 +230,7 @@ def parse_run_args(raw: Mapping[str, object]) -> RunArgs:
     new_tc = read_text(raw, "new_tc") or tc
     parse_time_control(new_tc, "new_tc")
     threads = read_int(raw, "threads", 1, low=1, high=MAX_THREADS)
-    book = _book(raw)
+    book = _book(raw, default_book)
     book_depth = read_int(raw, "book_depth", DEFAULT_BOOK_DEPTH, low=1, high=MAX_BOOK_DEPTH)
     base_options = check_options(read_text(raw, "base_options"), "base_options")
     new_options = check_options(read_text(raw, "new_options"), "new_options")
@@ -521,8 +524,8 @@ def _signature(raw: Mapping[str, object], field: str) -> str:
     return text
 
 
-def _book(raw: Mapping[str, object]) -> str:
-    book = read_text(raw, "book", default=DEFAULT_BOOK)
+def _book(raw: Mapping[str, object], default: str) -> str:
+    book = read_text(raw, "book", default=default)
     if len(book) > 128 or _BOOK.fullmatch(book) is None:
         raise ValidationError("book", "must be a file name ending in .epd or .pgn (no folders)")
     return book

@@ -7,6 +7,7 @@ the job executor, never in the request threadpool. To add a job, add a row
 """
 
 from arbiter.domain.accounts import Accounts
+from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs.scheduler import Job
 
@@ -14,9 +15,9 @@ MINUTE = 60.0
 HOUR = 3600.0
 
 
-def job_table(*, accounts: Accounts, runs: Runs) -> list[Job]:
+def job_table(*, accounts: Accounts, runs: Runs, books: BookLibrary | None = None) -> list[Job]:
     """Every job of a primary, bound to the services it calls. [any thread; builds only]"""
-    return [
+    jobs = [
         # Tasks silent past their lease go back to the pool (their games are re-offered).
         Job("scavenge_dead_tasks", period=MINUTE, initial_delay=MINUTE, function=runs.scavenge),
         # itp, nps and games per minute of live runs: scheduling order and the dashboard.
@@ -28,3 +29,14 @@ def job_table(*, accounts: Accounts, runs: Runs) -> list[Job]:
             function=accounts.purge_expired_sessions,
         ),
     ]
+    if books is not None:
+        # A catalogue imported by `arbiter books import-catalogue` (another process).
+        jobs.append(
+            Job(
+                "reload_book_catalogue",
+                period=MINUTE,
+                initial_delay=MINUTE,
+                function=books.reload_catalogue,
+            )
+        )
+    return jobs

@@ -92,7 +92,7 @@ def open_state(settings: Settings) -> AppState:
         storage = Storage(engine)
         gate = threading.Semaphore(settings.task_semaphore_size)
         books = open_books(storage, settings)
-        runs = Runs(storage, task_gate=gate, book_sri=books.sri, known_book=books.known)
+        runs = Runs(storage, task_gate=gate, books=books)
         if settings.is_primary:
             live = runs.restore()
             log.info("%d unfinished run(s) loaded", live)
@@ -116,7 +116,7 @@ def open_state(settings: Settings) -> AppState:
 
 def default_jobs(state: AppState) -> list[Job]:
     """The job table (`arbiter.jobs.table`) bound to this process's services."""
-    return job_table(accounts=state.accounts, runs=state.runs)
+    return job_table(accounts=state.accounts, runs=state.runs, books=state.books)
 
 
 def start_jobs(state: AppState, table: JobTable) -> JobScheduler | None:

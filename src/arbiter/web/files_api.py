@@ -125,12 +125,23 @@ async def download_net(request: Request) -> Response:
 
 
 def _book_json(book: BookRecord) -> dict[str, Any]:
-    return {"sri": book.sri, "size": book.size, "total": book.total, "user": book.username}
+    return {
+        "sri": book.sri,
+        "size": book.size,
+        "total": book.total,
+        "user": book.username,
+        "hosted": True,
+    }
 
 
 async def list_books(request: Request) -> Response:
-    books = await run_in_threadpool(app_state(request).books.list)
-    return json_reply(request, {"books": {book.name: _book_json(book) for book in books}})
+    """Catalogue books in books.json's form plus `"hosted": false`; books hosted
+    here (a hosted copy of a catalogue book included) with their upload facts."""
+    library = app_state(request).books
+    hosted = await run_in_threadpool(library.list)
+    listed = {book.name: {**book.entry(), "hosted": False} for book in library.catalogue()}
+    listed.update({book.name: _book_json(book) for book in hosted})
+    return json_reply(request, {"books": listed})
 
 
 async def download_book(request: Request) -> Response:

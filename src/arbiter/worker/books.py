@@ -1,33 +1,40 @@
-"""Opening books: download from the server, verify, read, and place a task's openings.
+"""Opening books: download, verify, read, and place a task's openings.
 
-A book is fetched from `/api/book/<name>` and checked against the SRI
-(sha384) the server sent with the task, before use and again when a cached
-copy is reused. EPD books give one position per line; PGN books give each
+A book is fetched from the server (`/api/book/<name>`) or, when the server
+does not host it, from the official-stockfish/books repository as
+`<name>.zip` (as the official worker fetches every book; `ARBITER_BOOKS_URL`
+names a mirror of it). Either way it is checked against the `book_sri` the
+server sent with the task (`protocol.books`), before use and again when a
+cached copy is reused. EPD books give one position per line; PGN books give each
 game's first `2 × book_depth` plies. Every worker shuffles a book with the
 same seed (from the run id), and a task takes the openings at its own game
 offset, so the tasks of a run use disjoint windows of one shared order
 (reference 2.5, point 5). Blocking (network and disk): the task's thread.
 """
 
-import base64
 import hashlib
 import io
+import os
 import random
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import chess
 import chess.pgn
 
-from arbiter.worker.client import ApiClient, NotFoundError
+from arbiter.protocol.books import CATALOGUE_BOOKS_URL, book_sri
+from arbiter.worker.client import ApiClient, NotFoundError, TransportError
 from arbiter.worker.errors import WorkerError
 from arbiter.worker.match.game import Opening
 
 KEEP_BOOKS = 4  # cached books kept on disk (reference 2.2)
+MAX_BOOK_BYTES = 1 << 30  # an unpacked catalogue book; the largest are ~100 MB
 
 
-def sri_of(data: bytes) -> str:
-    return "sha384-" + base64.b64encode(hashlib.sha384(data).digest()).decode()
+def catalogue_url() -> str:
+    """Where catalogue books are fetched: the official repository or a mirror."""
+    return os.environ.get("ARBITER_BOOKS_URL", CATALOGUE_BOOKS_URL).rstrip("/")
 
 
 def ensure_book(client: ApiClient, directory: Path, name: str, sri: str) -> Path:
@@ -36,20 +43,44 @@ def ensure_book(client: ApiClient, directory: Path, name: str, sri: str) -> Path
         sri = _listed_sri(client, name)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
-    if path.exists() and sri_of(path.read_bytes()) == sri:
+    if path.exists() and book_sri(path.read_bytes()) == sri:
         path.touch()  # recently used: pruned last
         return path
-    try:
-        data = client.get(f"/api/book/{name}")
-    except NotFoundError:
-        raise WorkerError(f"the server has no book {name}") from None
-    if sri_of(data) != sri:
-        raise WorkerError(f"book {name}: the download does not match its SRI {sri}")
+    data = _download(client, name)
+    if book_sri(data) != sri:
+        raise WorkerError(f"book {name}: the download does not match its sri {sri}")
     temporary = path.with_name(path.name + ".part")
     temporary.write_bytes(data)
     temporary.replace(path)
     prune_books(directory)
     return path
+
+
+def _download(client: ApiClient, name: str) -> bytes:
+    try:
+        return client.get(f"/api/book/{name}")
+    except NotFoundError:
+        pass  # not hosted here: a catalogue book
+    url = f"{catalogue_url()}/{name}.zip"
+    try:
+        archive = client.download(url)
+    except NotFoundError:
+        raise WorkerError(f"book {name}: neither the server nor {url} has it") from None
+    except TransportError as error:
+        raise WorkerError(f"book {name}: {error}") from None
+    return _unzip(archive, name)
+
+
+def _unzip(archive: bytes, name: str) -> bytes:
+    """The book from its zip; a bad or oversized archive is the book's failure."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(archive)) as members:
+            info = members.getinfo(name)
+            if info.file_size > MAX_BOOK_BYTES:
+                raise WorkerError(f"book {name}: {info.file_size} bytes unpacked, too large")
+            return members.read(info)
+    except (zipfile.BadZipFile, KeyError) as error:
+        raise WorkerError(f"book {name}: unusable zip archive ({error})") from None
 
 
 def _listed_sri(client: ApiClient, name: str) -> str:

@@ -136,6 +136,18 @@ class ApiClient:
         self.last_contact = self._clock()
         return reply.content
 
+    def download(self, url: str) -> bytes:
+        """A file from another host (catalogue books): not a sign of the server's life."""
+        try:
+            reply = self._http.get(url)
+        except httpx.HTTPError as error:
+            raise TransportError(f"{url}: {type(error).__name__}: {error}") from None
+        if reply.status_code == 404:
+            raise NotFoundError(f"{url}: no such file")
+        if reply.status_code != 200:
+            raise TransportError(f"{url}: HTTP {reply.status_code}")
+        return reply.content
+
     def get_json(self, path: str) -> dict[str, Any]:
         try:
             data = msgspec.json.decode(self.get(path))

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from arbiter.protocol.books import SHIPPED_BOOK
 from arbiter.worker.sample_engine import find_stockfish, make_sample_repo
 
 ARBITER = (sys.executable, "-m", "arbiter")
@@ -120,6 +121,7 @@ def _submit(url: str, owner: str, approver: str, repo_url: str) -> str:
         "new_tag": "stronger",
         "tc": TC,
         "sprt": SPRT,
+        "book": SHIPPED_BOOK,  # served by the server itself: the demo needs no network
         "info": "arbiter demo: the same engine searching 5x more nodes per move",
     }
     reply = httpx.post(f"{url}/api/runs", json=body, headers=_bearer(owner), timeout=60.0)

@@ -46,6 +46,7 @@ def make_worker_info(
         ARCH="?",
         nps=0.0,
         near_github_api_limit=False,  # we never call GitHub's API
+        hosted_books=True,  # books come from the server, or the catalogue's repository
     )
 
 

@@ -21,7 +21,8 @@ PGN = b'[Event "a"]\n[Result "*"]\n\n1. e4 e5 *\n\n[Event "b"]\n[Result "*"]\n\n
 
 
 def sri(data: bytes) -> str:
-    return "sha384-" + base64.b64encode(hashlib.sha384(data).digest()).decode()
+    """The official worker's book_sri for a book with LF line endings."""
+    return base64.b64encode(hashlib.sha384(data).digest()).decode()
 
 
 @pytest.fixture

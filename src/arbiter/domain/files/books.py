@@ -1,18 +1,37 @@
-"""Opening books: EPD or PGN files with their SRI hash, which workers verify.
+"""Opening books: the ones Arbiter hosts (uploaded, or shipped) and the catalogue
+of official-stockfish/books (`book_catalogue`), each with the `book_sri`
+workers verify (`protocol.books`).
 
-The scheduler asks `sri(name)` under its lock for every task it hands out, so
-the hashes are kept in memory (loaded at start-up, updated on upload).
-Other methods run in the threadpool (disk and database I/O).
+A run names a book of either kind. A catalogue book can go to any worker (the
+official Fishtest worker fetches it from that repository; ours from this
+server when it hosts a copy, else from there); a book only Arbiter hosts can
+go only to workers that download books from the server (`hosted_books` in
+their worker_info).
+
+The scheduler asks `sri(name)` and `in_catalogue(name)` for every task it
+hands out, so both are kept in memory (loaded at start-up, updated on upload,
+on import and by `reload_catalogue`). Other methods run in the threadpool or
+the job executor (disk and database I/O).
 """
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Protocol
 
 from arbiter.domain.actions import SYSTEM_USER, record
 from arbiter.domain.errors import NotFound, ValidationError
+from arbiter.domain.files.book_catalogue import (
+    KV_KEY,
+    REFERENCE_DEFAULT_BOOK,
+    Catalogue,
+    CatalogueBook,
+    catalogue_document,
+    parse_catalogue,
+    shipped_catalogue,
+)
 from arbiter.domain.files.book_check import count_positions
 from arbiter.domain.files.staging import StagedUpload, StagingFile, publish
 from arbiter.domain.run_args import DEFAULT_BOOK  # shipped, see scripts/make_default_book.py
@@ -22,6 +41,37 @@ from arbiter.storage.records import BookRecord
 
 BOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,100}\.(epd|pgn)$")
 _BUNDLED = resources.files("arbiter") / "data" / "books"
+
+
+class BookIndex(Protocol):
+    """What the runs service asks of the books: submission and scheduling.
+    Every method is safe from any thread and never blocks."""
+
+    def sri(self, name: str) -> str | None: ...
+    def known(self, name: str) -> bool: ...
+    def in_catalogue(self, name: str) -> bool: ...
+    def catalogue_version(self) -> int: ...
+    def default_book(self) -> str: ...
+
+
+class AnyBook:
+    """A `BookIndex` for services built without a library (tests, benchmarks): every
+    book is known and fetchable by every worker, and none has a hash."""
+
+    def sri(self, name: str) -> str | None:
+        return None
+
+    def known(self, name: str) -> bool:
+        return True
+
+    def in_catalogue(self, name: str) -> bool:
+        return True
+
+    def catalogue_version(self) -> int:
+        return 0
+
+    def default_book(self) -> str:
+        return DEFAULT_BOOK
 
 
 def check_book_name(name: str) -> None:
@@ -38,27 +88,84 @@ class BookLibrary:
         self._storage = storage
         self.directory = directory
         self._clock = clock
-        self._sris: dict[str, str] = {}
+        self._sris: dict[str, str] = {}  # hosted books
+        self._catalogue: Catalogue = {}
+        self._catalogue_version = 0  # moves on with every change of the catalogue
 
     def load(self) -> int:
-        """Read every book's hash into memory; returns how many books there are."""
+        """Read every hosted book's hash and the catalogue into memory; returns how
+        many books Arbiter hosts."""
         with self._storage.read() as tx:
             books = tx.books.list()
-        # One assignment: readers on other threads see the old or the new map.
+            stored = tx.kv.get(KV_KEY)
+        # One assignment each: readers on other threads see the old or the new map.
         self._sris = {book.name: book.sri for book in books}
+        self._set_catalogue(shipped_catalogue() if stored is None else parse_catalogue(stored))
         return len(books)
 
+    def reload_catalogue(self) -> int:
+        """Pick up a catalogue another process imported (a job); returns its size."""
+        with self._storage.read() as tx:
+            stored = tx.kv.get(KV_KEY)
+        if stored is not None:
+            catalogue = parse_catalogue(stored)
+            if catalogue != self._catalogue:
+                self._set_catalogue(catalogue)
+        return len(self._catalogue)
+
+    def _set_catalogue(self, catalogue: Catalogue) -> None:
+        self._catalogue = catalogue
+        self._catalogue_version += 1
+
+    # Safe from any thread, never block: the scheduler calls these.
+
     def sri(self, name: str) -> str | None:
-        """Safe from any thread, never blocks."""
-        return self._sris.get(name)
+        """The `book_sri` of a run's book. A catalogue book's is the catalogue's
+        (a hosted copy must match it, see `add`)."""
+        entry = self._catalogue.get(name)
+        return entry.sri if entry is not None else self._sris.get(name)
 
     def known(self, name: str) -> bool:
+        return name in self._catalogue or name in self._sris
+
+    def in_catalogue(self, name: str) -> bool:
+        return name in self._catalogue
+
+    def catalogue_version(self) -> int:
+        return self._catalogue_version
+
+    def is_hosted(self, name: str) -> bool:
         return name in self._sris
+
+    def default_book(self) -> str:
+        """The book a new run gets when it names none: the reference's default while
+        the catalogue has it, else the one Arbiter ships."""
+        return REFERENCE_DEFAULT_BOOK if REFERENCE_DEFAULT_BOOK in self._catalogue else DEFAULT_BOOK
+
+    def catalogue(self) -> list[CatalogueBook]:
+        return [self._catalogue[name] for name in sorted(self._catalogue)]
+
+    def import_catalogue(self, document: Mapping[str, object], username: str) -> int:
+        """Replace the catalogue with a `books.json` document; returns its size.
+        Nothing changes when the document is invalid (ValidationError)."""
+        catalogue = parse_catalogue(document)
+        with self._storage.write() as tx:
+            tx.kv.set(KV_KEY, catalogue_document(catalogue))
+            record(
+                tx,
+                time=self._clock(),
+                action="system_event",
+                username=username,
+                message=f"book catalogue imported: {len(catalogue)} books",
+            )
+        self._set_catalogue(catalogue)
+        return len(catalogue)
 
     def add(self, username: str, name: str, staged: StagedUpload) -> BookRecord:
         """Validate and publish an upload; the staging file is gone afterwards either way."""
         try:
             check_book_name(name)
+            self._check_against_catalogue(name, staged.sri)
             book = BookRecord(
                 name=name,
                 username=username,
@@ -72,6 +179,15 @@ class BookLibrary:
             return book
         finally:
             staged.discard()
+
+    def _check_against_catalogue(self, name: str, sri: str) -> None:
+        """A hosted copy of a catalogue book must be that book: workers fetching it
+        from either place check the same `book_sri`."""
+        entry = self._catalogue.get(name)
+        if entry is not None and entry.sri != sri:
+            raise ValidationError(
+                "file", f"{name} is a catalogue book and this file is not it (its sri differs)"
+            )
 
     def _commit(self, book: BookRecord, staged: StagedUpload) -> None:
         try:
@@ -91,14 +207,14 @@ class BookLibrary:
 
     def install_bundled(self) -> bool:
         """Add the book shipped with Arbiter unless it is there; True if added."""
-        if self.known(DEFAULT_BOOK) and self.path_of(DEFAULT_BOOK).is_file():
+        if self.is_hosted(DEFAULT_BOOK) and self.path_of(DEFAULT_BOOK).is_file():
             return False
         staging = StagingFile(self.directory / ".staging", limit=1 << 30)
         with (_BUNDLED / DEFAULT_BOOK).open("rb") as source:
             for chunk in iter(lambda: source.read(1 << 16), b""):
                 staging.write(chunk)
         staged = staging.finish()
-        if self.known(DEFAULT_BOOK):
+        if self.is_hosted(DEFAULT_BOOK):
             # Row present, file lost (a fresh data dir on a shared database).
             publish(staged, self.path_of(DEFAULT_BOOK))
             return False
@@ -114,6 +230,6 @@ class BookLibrary:
 
     def path_for_download(self, name: str) -> Path:
         path = self.path_of(name)
-        if not BOOK_NAME.match(name) or not self.known(name) or not path.is_file():
+        if not BOOK_NAME.match(name) or not self.is_hosted(name) or not path.is_file():
             raise NotFound(f"Unknown book {name}")
         return path

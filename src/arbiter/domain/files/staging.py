@@ -6,7 +6,6 @@ moves it into place with one rename, so a half-received upload is never
 visible under its final name, and a refused one leaves nothing behind.
 """
 
-import base64
 import hashlib
 import os
 import tempfile
@@ -14,20 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from arbiter.protocol.books import BookHasher
+
 
 @dataclass(frozen=True, slots=True)
 class StagedUpload:
     path: Path
     size: int
     sha256: str  # hex
-    sri: str  # "sha384-<base64>", the Subresource Integrity form workers verify
+    sri: str  # the `book_sri` workers verify when the upload is a book (protocol.books)
 
     def discard(self) -> None:
         self.path.unlink(missing_ok=True)
-
-
-def sri_of(digest: bytes) -> str:
-    return "sha384-" + base64.b64encode(digest).decode("ascii")
 
 
 class StagingFile:
@@ -39,7 +36,7 @@ class StagingFile:
         self._limit = limit
         self._size = 0
         self._sha256 = hashlib.sha256()
-        self._sha384 = hashlib.sha384()
+        self._book = BookHasher()
 
     @property
     def too_large(self) -> bool:
@@ -52,7 +49,7 @@ class StagingFile:
             return
         self._file.write(chunk)
         self._sha256.update(chunk)
-        self._sha384.update(chunk)
+        self._book.update(chunk)
 
     def finish(self) -> StagedUpload:
         """Flush to disk (the rename that follows must not publish a torn file)."""
@@ -63,7 +60,7 @@ class StagingFile:
 
     @property
     def sri(self) -> str:
-        return sri_of(self._sha384.digest())
+        return self._book.sri()
 
     def abort(self) -> None:
         self._file.close()

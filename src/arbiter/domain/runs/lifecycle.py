@@ -13,6 +13,7 @@ from typing import Any
 
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
+from arbiter.domain.files.books import AnyBook, BookIndex
 from arbiter.domain.git import resolve_refs
 from arbiter.domain.modify_rules import Modifiable, RunFacts, RunKind, apply_modification
 from arbiter.domain.run_args import parse_run_args
@@ -35,11 +36,11 @@ class RunLifecycle:
         self,
         context: RunContext,
         resolve: RefResolver = resolve_with_git,
-        known_book: Callable[[str], bool] = lambda _name: True,
+        books: BookIndex | None = None,
     ) -> None:
         self._context = context
         self._resolve = resolve
-        self._known_book = known_book
+        self._books = books or AnyBook()
         # Finished runs live only in storage; changes to them are rare, one at a time.
         self._offline = threading.Lock()
 
@@ -47,9 +48,11 @@ class RunLifecycle:
 
     def submit(self, user: User, raw: Mapping[str, object]) -> str:
         """Validate, resolve the tags with git, store the run (unapproved); its id."""
-        args = parse_run_args(raw)
-        if not self._known_book(args.book):
-            raise ValidationError("book", f"Unknown book {args.book}: upload it first")
+        args = parse_run_args(raw, default_book=self._books.default_book())
+        if not self._books.known(args.book):
+            raise ValidationError(
+                "book", f"Unknown book {args.book}: neither in the catalogue nor uploaded"
+            )
         fields = {args.base_tag: "base_tag", args.new_tag: "new_tag"}
         shas = self._resolve(args.tests_repo, [args.base_tag, args.new_tag], fields)
         doc = build_args(

@@ -29,6 +29,7 @@ MEMORY = "needs more memory than the worker offers"
 ARCH = "arch_filter excludes the worker's arch"
 COMPILER = "pinned to another compiler"
 SPSA_CAP = "SPSA core cap reached"
+BOOK = "its book is not in the official-stockfish/books catalogue, which the official worker needs"
 OUTRANKED = "outranked by another run (priority or share of cores)"
 
 
@@ -45,9 +46,10 @@ class RunNeeds:
     spsa_cap: float | None
     scheduling_tc: str  # the clock task sizing prices games by (`TimeControl.scheduling_tc`)
     sprt_batch: int | None  # games per SPRT batch: tasks are whole batches
+    catalogue_book: bool  # the official worker can fetch the book (book_catalogue)
 
     @classmethod
-    def of(cls, args: dict[str, Any]) -> "RunNeeds":
+    def of(cls, args: dict[str, Any], catalogue_book: bool = True) -> "RunNeeds":
         spsa, sprt = args.get("spsa"), args.get("sprt")
         return cls(
             threads=int(args["threads"]),
@@ -60,6 +62,7 @@ class RunNeeds:
             else SPSA_CORE_BUDGET / math.sqrt(max(1, len(spsa["params"]))),
             scheduling_tc=parse_time_control(args["tc"]).scheduling_tc(),
             sprt_batch=None if sprt is None else int(sprt["batch_size"]),
+            catalogue_book=catalogue_book,
         )
 
 
@@ -129,6 +132,8 @@ def unsuitable(run: RunRecord, needs: RunNeeds, worker: WorkerInfo) -> str | Non
     mismatch = _mismatch(needs, worker)
     if mismatch is not None:
         return mismatch
+    if not (needs.catalogue_book or worker.hosted_books):
+        return BOOK
     if int(run.args["num_games"]) - run.committed_games <= 0:
         return NO_GAMES
     if needs.spsa_cap is not None and run.cores > needs.spsa_cap:

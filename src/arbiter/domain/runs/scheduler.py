@@ -20,13 +20,13 @@ import asyncio
 import contextlib
 import threading
 from collections import Counter, deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from arbiter.domain.accounts import User
+from arbiter.domain.files.books import AnyBook, BookIndex
 from arbiter.domain.runs.documents import results_view, wire_args
 from arbiter.domain.runs.ingest import retire_task
 from arbiter.domain.runs.ranking import (
@@ -140,16 +140,17 @@ class TaskScheduler:
         context: RunContext,
         gate: threading.Semaphore,
         blocked: BlockedMachines,
-        book_sri: Callable[[str], str | None] = lambda _name: None,
+        books: BookIndex | None = None,
     ) -> None:
         self._context = context
         self._gate = gate
         self._blocked = blocked
-        self._book_sri = book_sri
+        self._books = books or AnyBook()
         self._queue: deque[_Call] = deque()
         self._wakeup = threading.Condition()  # guards _queue and _thread
         self._thread: threading.Thread | None = None
         self._needs: dict[str, RunNeeds] = {}  # by run id; scheduling thread only
+        self._needs_catalogue = self._books.catalogue_version()  # what _needs was built with
 
     def request_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """The reply body of /api/request_task (without `duration`). Blocks."""
@@ -384,12 +385,17 @@ class TaskScheduler:
             state.refusals[reason] += 1
 
     def _needs_of(self, state: RunState) -> RunNeeds:
+        catalogue = self._books.catalogue_version()
+        if catalogue != self._needs_catalogue:  # which books are in it may have changed
+            self._needs, self._needs_catalogue = {}, catalogue
         needs = self._needs.get(state.run.id)
         if needs is None:
             if len(self._needs) > NEEDS_KEPT:  # forget finished runs now and then
                 live = {s.run.id for s in self._context.registry.states()}
                 self._needs = {k: v for k, v in self._needs.items() if k in live}
-            needs = self._needs[state.run.id] = RunNeeds.of(state.run.args)
+            args = state.run.args
+            in_catalogue = self._books.in_catalogue(str(args.get("book", "")))
+            needs = self._needs[state.run.id] = RunNeeds.of(args, in_catalogue)
         return needs
 
     def _create_task(
@@ -413,7 +419,7 @@ class TaskScheduler:
     def _reply(self, assignment: Assignment) -> dict[str, Any]:
         run, task = assignment.state.run, assignment.task
         args = wire_args(run.args)
-        args["book_sri"] = self._book_sri(str(args.get("book", ""))) or ""
+        args["book_sri"] = self._books.sri(str(args.get("book", ""))) or ""
         my_task = {"num_games": task.num_games, "start": task.start, "stats": results_view(task)}
         return {"run": {"_id": run.id, "args": args, "my_task": my_task}, "task_id": task.task_id}
 

@@ -5,6 +5,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from arbiter.domain.files.books import AnyBook, BookIndex
 from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.contributors import Contributors
 from arbiter.domain.runs.ingest import ResultIngest
@@ -27,13 +28,13 @@ class Runs:
         task_gate: threading.Semaphore,
         clock: Callable[[], float] = time.time,
         resolve: RefResolver = resolve_with_git,
-        book_sri: Callable[[str], str | None] = lambda _name: None,
-        known_book: Callable[[str], bool] = lambda _name: True,
+        books: BookIndex | None = None,
     ) -> None:
+        books = books or AnyBook()
         self.context = RunContext(storage, Registry(clock), clock)
-        self.lifecycle = RunLifecycle(self.context, resolve, known_book)
+        self.lifecycle = RunLifecycle(self.context, resolve, books)
         self.blocked_machines = BlockedMachines(storage)
-        self.scheduler = TaskScheduler(self.context, task_gate, self.blocked_machines, book_sri)
+        self.scheduler = TaskScheduler(self.context, task_gate, self.blocked_machines, books)
         self.ingest = ResultIngest(self.context)
         self.queries = RunQueries(self.context)
         self.contributors = Contributors(self.context)

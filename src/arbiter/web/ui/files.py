@@ -24,8 +24,10 @@ async def nets_page(request: Request) -> Response:
 
 
 async def books_page(request: Request) -> Response:
-    books = await run_in_threadpool(app_state(request).books.list)
-    return await render(request, "books.html", {"books": books})
+    library = app_state(request).books
+    books = await run_in_threadpool(library.list)
+    context = {"books": books, "catalogue": library.catalogue(), "default": library.default_book()}
+    return await render(request, "books.html", context)
 
 
 async def upload_form(request: Request) -> Response:
