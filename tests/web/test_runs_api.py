@@ -786,9 +786,18 @@ def test_get_elo_estimates_an_sprt(api: TestClient, repo_url: str) -> None:
 
 
 def test_get_elo_of_a_run_without_sprt_is_empty(api: TestClient, repo_url: str) -> None:
+    """The reference answers {} (no run document at all) for a run without SPRT."""
     run_id = approved(api, repo_url, num_games=2000)
-    assert get(api, f"/api/get_elo/{run_id}")["elo"] == {}
+    assert get(api, f"/api/get_elo/{run_id}") == {}
     assert api.get(f"/api/get_elo/{NO_RUN}").status_code == 404
+
+
+def test_get_elo_of_an_sprt_without_games_has_an_empty_estimate(
+    api: TestClient, repo_url: str
+) -> None:
+    run_id = approved(api, repo_url, sprt={"elo0": 0, "elo1": 2})
+    view = get(api, f"/api/get_elo/{run_id}")
+    assert (view["_id"], view["elo"]) == (run_id, {})
 
 
 # ---------------------------------------------------------------- the audit log

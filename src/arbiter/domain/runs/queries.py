@@ -177,9 +177,14 @@ class RunQueries:
         return task_view(task)
 
     def get_elo(self, run_id: str) -> dict[str, Any]:
-        view = self.get_run(run_id)
+        """The run with its SPRT's Elo estimate; {} for a run without SPRT, as the
+        reference answers (an unknown run is still NotFound)."""
         state = self._context.registry.get(run_id)
         run = state.run if state is not None else self._stored_run(run_id)
+        if "sprt" not in run.args:
+            return {}
+        view = run_view(run)
+        view["why_no_workers"] = why_no_workers(run, state)
         view["elo"] = sprt_estimate(run)
         return view
 
