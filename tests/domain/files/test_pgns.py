@@ -65,8 +65,11 @@ def test_decode_refuses_oversized_compressed_data(monkeypatch: pytest.MonkeyPatc
 
 def test_names() -> None:
     assert parse_task_pgn_name(f"{RUN}-17.pgn") == (RUN, 17)
+    # As the reference, which keeps what precedes the first dot.
+    for name in (f"{RUN}-17", f"{RUN}-17.pgn.gz", f"{RUN}-17."):
+        assert parse_task_pgn_name(name) == (RUN, 17)
     assert parse_run_pgns_name(f"{RUN}.pgn.gz") == RUN
-    for bad in (f"{RUN}.pgn", f"{RUN}-x.pgn", "../etc-1.pgn", f"{RUN}-1.pgn.gz"):
+    for bad in (f"{RUN}.pgn", f"{RUN}-x.pgn", "../etc-1.pgn", f"{RUN}-1\n", f'{RUN}-1."x'):
         with pytest.raises(NotFound):
             parse_task_pgn_name(bad)
     for bad in ("../x.pgn.gz", f"{RUN}.pgn", "a-b.pgn.gz"):

@@ -24,7 +24,10 @@ MAX_PGN_TEXT_BYTES = 256 * 1024 * 1024
 # The upload_pgn body: base64 grows the gzip by 4/3, plus the JSON around it.
 MAX_PGN_UPLOAD_BODY = MAX_PGN_GZIP_BYTES * 4 // 3 + 64 * 1024
 
-_TASK_PGN_NAME = re.compile(r"^([0-9a-f]{24})-(\d{1,9})\.pgn$")
+# The reference keeps what precedes the first dot, so `<run>-<task>`,
+# `<run>-<task>.pgn` and any other suffix name the same PGN. The name is echoed
+# in Content-Disposition, so a suffix may hold only filename-safe characters.
+_TASK_PGN_NAME = re.compile(r"^([0-9a-f]{24})-(\d{1,9})(\.[A-Za-z0-9._-]*)?\Z")
 _RUN_PGNS_NAME = re.compile(r"^([a-zA-Z0-9]+)\.pgn\.gz$")
 
 
@@ -63,7 +66,8 @@ def check_gzip(data: bytes) -> None:
 
 
 def parse_task_pgn_name(name: str) -> tuple[str, int]:
-    """`<run>-<task>.pgn` -> (run_id, task_id), NotFound for anything else."""
+    """`<run>-<task>`, bare or with a suffix such as `.pgn` -> (run_id, task_id);
+    NotFound for anything else."""
     match = _TASK_PGN_NAME.match(name)
     if match is None:
         raise NotFound(f"No PGN named {name}")
