@@ -35,6 +35,18 @@ def test_sprt_bayeselo_row_22() -> None:
     assert reply["LLR"] == close(-2.4516259587766775)
 
 
+@pytest.mark.parametrize("trinomial", [{}, {"W": "1450", "D": "4000", "L": "1500"}])
+def test_sprt_bayeselo_of_a_pentanomial(trinomial: dict[str, str]) -> None:
+    """As the reference: W, D, L are ignored and the draw ratio comes from three
+    empty counts (equal thirds), so the bounds are converted with drawelo 200·log10 4."""
+    query = {**PENTA, **trinomial, "elo0": "0", "elo1": "2", "elo_model": "BayesElo"}
+    reply = calc_elo(query)
+    assert reply["elo"] == close(0.8906651327387637)
+    assert reply["ci"] == [close(-0.2173726175668283), close(1.99532900016802)]
+    assert reply["LOS"] == close(0.9498478487088158)
+    assert reply["LLR"] == close(0.22308878032900664)
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
@@ -54,7 +66,6 @@ def test_sprt_bayeselo_row_22() -> None:
         ({**PENTA, "elo0": "nan", "elo1": "1"}, "elo0='nan'"),
         ({**PENTA, "elo0": "0", "elo1": "0.4"}, "at least elo0 \\+ 0.5"),
         ({**PENTA, "elo0": "0", "elo1": "2", "elo_model": "glicko"}, "elo_model='glicko'"),
-        ({**PENTA, "elo0": "0", "elo1": "2", "elo_model": "BayesElo"}, "BayesElo needs W, D and L"),
     ],
 )
 def test_errors_name_the_parameter(query: dict[str, str], message: str) -> None:

@@ -99,7 +99,10 @@ def calc_elo(query: Mapping[str, str]) -> dict[str, object]:
     if bounds is None:
         est = fixed_games_elo(results)
         return {"elo": est.elo, "ci": [est.ci[0], est.ci[1]], "LOS": est.los}
-    if model == "BayesElo" and ldw is None:
-        raise CalcEloError("elo_model=BayesElo needs W, D and L to estimate the draw ratio")
+    if penta is not None:
+        # The reference ignores W, D, L once it has a pentanomial, and takes the
+        # BayesElo draw ratio from the W, D, L its results then lack: three zero
+        # counts, regularized into equal thirds (drawelo = 200·log10 4).
+        ldw = [0, 0, 0]
     reply = sprt_elo(results, bounds[0], bounds[1], model, ldw=ldw)
     return reply.as_dict()
