@@ -29,6 +29,13 @@ def test_the_form_offers_presets_and_loads_its_script(alice_client: TestClient) 
     assert "<script>" not in html  # the CSP forbids inline script
 
 
+def test_the_form_proposes_the_default_book_and_lists_both_kinds(alice_client: TestClient) -> None:
+    html = alice_client.get("/tests/run").text
+    assert 'name="book" type="text" list="books" value="UHO_Lichess_4852_v1.epd"' in html
+    assert '<option value="8moves_v3.pgn">' in html  # the catalogue
+    assert '<option value="arbiter-openings-v1.epd">' in html  # hosted here
+
+
 def test_a_valid_submission_creates_a_pending_run(alice_client: TestClient, repo_url: str) -> None:
     form = new_run_form(alice_client, repo_url, info="Faster king safety")
     reply = alice_client.post("/tests/run", data=form, follow_redirects=False)

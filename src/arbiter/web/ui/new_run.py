@@ -30,7 +30,7 @@ async def new_run_form(request: Request) -> Response:
     user = require_user(request)
     require_primary(request)
     source = request.query_params.get("id", "")
-    values = submission.blank_values(user.tests_repo)
+    values = submission.blank_values(user.tests_repo, app_state(request).books.default_book())
     if source:
         values = await _values_of(request, source)
     return await _page(request, values, {}, source=source)
@@ -71,12 +71,14 @@ async def _page(
     source: str = "",
     status: int = 200,
 ) -> Response:
-    books = await run_in_threadpool(app_state(request).books.list)
+    library = app_state(request).books
+    hosted = await run_in_threadpool(library.list)
+    catalogue = [book.name for book in library.catalogue()]
     context = {
         "values": values,
         "errors": errors,
         "source": source,
-        "books": [book.name for book in books],
+        "books": sorted({*catalogue, *(book.name for book in hosted)}),
         "time_presets": submission.TIME_PRESETS,
         "bounds_presets": submission.BOUNDS_PRESETS,
         "stop_rules": submission.STOP_RULES,

@@ -113,9 +113,10 @@ ERROR_FIELDS = {
 FORM_FIELDS = frozenset(TEXT_FIELDS) | frozenset(CHECKBOXES)
 
 
-def blank_values(tests_repo: str = "") -> dict[str, Any]:
-    """A new form: STC, standard STC bounds, the user's default repository."""
-    values: dict[str, Any] = {**TEXT_FIELDS, "tests_repo": tests_repo}
+def blank_values(tests_repo: str = "", book: str = DEFAULT_BOOK) -> dict[str, Any]:
+    """A new form: STC, standard STC bounds, the user's default repository, and
+    the book new runs get by default."""
+    values: dict[str, Any] = {**TEXT_FIELDS, "tests_repo": tests_repo, "book": book}
     values.update(dict.fromkeys(CHECKBOXES, False))
     return values
 
