@@ -4,8 +4,8 @@ wire views the API serves (the reference's shapes)."""
 import hashlib
 import math
 import os
-import time
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 from arbiter.domain.run_args import RunArgs, option_value
@@ -14,7 +14,9 @@ from arbiter.stats.sprt import new_sprt
 from arbiter.stats.spsa import SpsaParam
 from arbiter.storage.records import RunRecord, TaskRecord
 
-RUN_VERSION = 1
+# The reference's run schema version (its RUN_VERSION): the run documents we
+# serve have that shape, and clients may look at `version` to know it.
+RUN_VERSION = 24
 DEFAULT_HASH_MIB = 16  # an engine's Hash when the options do not set one
 
 
@@ -171,11 +173,19 @@ def results_view(record: RunRecord | TaskRecord) -> dict[str, Any]:
 # Our own keys in a run's args, kept out of every wire view (the reference's shape):
 # the archs an arch filter matched, and the results over time for the charts.
 INTERNAL_ARGS = frozenset({"allowed_archs", "results_history"})
+# Keys the reference's args carry only when set: we store them empty ("" or
+# None) when unset, which its clients would read as a value (no compiler is
+# called "").
+ONLY_WHEN_SET = frozenset({"arch_filter", "compiler", "master_repo"})
 
 
 def wire_args(args: dict[str, Any], *, spsa_history: bool = False) -> dict[str, Any]:
     """A run's args as the API shows them; SPSA's parameter history only on request."""
-    shown = {key: value for key, value in args.items() if key not in INTERNAL_ARGS}
+    shown = {
+        key: value
+        for key, value in args.items()
+        if key not in INTERNAL_ARGS and not (key in ONLY_WHEN_SET and value in ("", None))
+    }
     if "spsa" in shown and not spsa_history:
         shown["spsa"] = {**shown["spsa"], "param_history": []}
     return shown
@@ -184,13 +194,12 @@ def wire_args(args: dict[str, Any], *, spsa_history: bool = False) -> dict[str, 
 def run_view(run: RunRecord, *, history: bool = False) -> dict[str, Any]:
     """A run as `/api/get_run` and `/api/active_runs` show it (tasks left out)."""
     args = wire_args(run.args, spsa_history=history)
-    return {
+    view: dict[str, Any] = {
         "_id": run.id,
         "version": run.version,
         "start_time": _iso(run.start_time),
         "last_updated": _iso(run.last_updated),
         "tc_base": run.tc_base,
-        "rescheduled_from": run.rescheduled_from,
         "approved": run.approved,
         "approver": run.approver,
         "finished": run.finished,
@@ -210,6 +219,9 @@ def run_view(run: RunRecord, *, history: bool = False) -> dict[str, Any]:
         "tasks": [],
         "bad_tasks": [],
     }
+    if run.rescheduled_from is not None:  # the reference has the key only then
+        view["rescheduled_from"] = run.rescheduled_from
+    return view
 
 
 def task_view(task: TaskRecord) -> dict[str, Any]:
@@ -232,8 +244,12 @@ def task_view(task: TaskRecord) -> dict[str, Any]:
     }
     if task.bad:
         view["bad"] = True
+    if task.spsa_params is not None:  # JSON has no bytes: the flips as byte values
+        flips = bytes.fromhex(task.spsa_params["packed_flips"])
+        view["spsa_params"] = {"iter": task.spsa_params["iter"], "packed_flips": list(flips)}
     return view
 
 
 def _iso(timestamp: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(timestamp)) + f"{timestamp % 1:.6f}"[1:]
+    """As the reference prints its times: str() of an aware UTC datetime."""
+    return str(datetime.fromtimestamp(timestamp, UTC))
