@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from arbiter.domain.actions import ACTION_NAMES, MAX_MESSAGE, Actions, record, to_wire
+from arbiter.domain.actions import ACTION_NAMES, MAX_MESSAGE, Actions, record, to_wire, wire_id
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
 from arbiter.storage.records import ActionRecord
@@ -91,13 +91,30 @@ def _record(**overrides: Any) -> ActionRecord:
     return ActionRecord(**values)
 
 
-def test_to_wire_leaves_absent_fields_out() -> None:
+# T0 in hex, then the row id (42) in 16 hex digits: an ObjectId's form.
+WIRE_ID = "6b49d200" + "000000000000002a"
+
+
+def test_to_wire_leaves_absent_fields_out_but_keeps_the_message() -> None:
     assert to_wire(_record()) == {
-        "_id": "42",
+        "_id": WIRE_ID,
         "time": T0,
         "action": "new_run",
         "username": "alice",
+        "message": "",
     }
+
+
+def test_wire_ids_are_24_hex_digits_that_sort_by_time() -> None:
+    early, late = _record(time=T0 + 1, id=9), _record(time=T0 + 2, id=3)
+    assert all(len(wire_id(a)) == 24 for a in (early, late))
+    assert int(wire_id(early), 16) < int(wire_id(late), 16)
+    assert wire_id(_record(id=2**40)) != wire_id(_record(id=2**40 + 1))
+
+
+def test_to_wire_lifts_the_reference_keys_kept_in_data() -> None:
+    wire = to_wire(_record(action="upload_nn", data={"nn": "nn-0123456789ab.nnue"}))
+    assert wire["nn"] == "nn-0123456789ab.nnue"
 
 
 def test_to_wire_with_every_field() -> None:
@@ -111,7 +128,7 @@ def test_to_wire_with_every_field() -> None:
         data={"k": [1]},
     )
     assert to_wire(action) == {
-        "_id": "42",
+        "_id": WIRE_ID,
         "time": T0,
         "action": "new_run",
         "username": "alice",
@@ -138,17 +155,18 @@ def test_actions_list_returns_wire_dicts_newest_first(storage: Storage) -> None:
     listed = Actions(storage).list(ActionFilter())
     assert listed == [
         {
-            "_id": str(second),
+            "_id": f"{int(T0 + 1):08x}{second:016x}",
             "time": T0 + 1,
             "action": "stop_run",
             "username": "bob",
             "message": "stop",
         },
         {
-            "_id": str(first),
+            "_id": f"{int(T0):08x}{first:016x}",
             "time": T0,
             "action": "new_run",
             "username": "alice",
+            "message": "",
             "run_id": "a" * 24,
         },
     ]

@@ -71,13 +71,26 @@ def record(
     )
 
 
+# Keys the reference gives some actions at top level, which we keep in `data`
+# (an uploaded net's name, `nn`, in upload_nn).
+LIFTED_DATA_KEYS = ("nn",)
+
+
+def wire_id(action: ActionRecord) -> str:
+    """The action's id as 24 hex digits, the form of the reference's ObjectIds
+    (clients parse them): the time in seconds, then our row id."""
+    return f"{max(0, int(action.time)):08x}{action.id:016x}"
+
+
 def to_wire(action: ActionRecord) -> dict[str, Any]:
-    """The reference's shape: `_id` as a string, absent fields left out."""
+    """The reference's shape: `_id` as 24 hex digits, absent fields left out; a
+    message is always there, as almost every action of the reference has one."""
     wire: dict[str, Any] = {
-        "_id": str(action.id),
+        "_id": wire_id(action),
         "time": action.time,
         "action": action.action,
         "username": action.username,
+        "message": action.message,
     }
     optional = {
         "run_id": action.run_id,
@@ -88,8 +101,8 @@ def to_wire(action: ActionRecord) -> dict[str, Any]:
         "data": action.data,
     }
     wire.update({key: value for key, value in optional.items() if value is not None})
-    if action.message:
-        wire["message"] = action.message
+    if isinstance(action.data, dict):
+        wire.update({key: action.data[key] for key in LIFTED_DATA_KEYS if key in action.data})
     return wire
 
 

@@ -120,7 +120,9 @@ class WorkerBlocks:
                 action="block_worker",
                 username=user.username,
                 worker=worker_name,
-                message=f"{verb}: {message}" if message else verb,
+                # The reference's message is the verb alone; the reason is
+                # kept with the block itself.
+                message=verb,
             )
         self._changed()
 

@@ -66,6 +66,7 @@ class NetLibrary:
                     action="upload_nn",
                     username=net.username,
                     message=f"{net.name} ({net.size} bytes)",
+                    data={"nn": net.name},  # the reference's upload_nn names it so
                 )
                 # Inside the transaction: if the rename fails nothing is recorded;
                 # if the commit fails the file is orphaned but a retry replaces it.
