@@ -516,6 +516,41 @@ def test_purge_takes_out_a_crashing_task(api: TestClient, repo_url: str) -> None
     assert (logged["action"], logged["message"]) == ("purge_run", "purged 1 task(s)")
 
 
+def test_get_task_shows_a_purged_task_as_it_was(api: TestClient, repo_url: str) -> None:
+    """`<n>bad` is the reference's bad_tasks[n]: the n-th task purged, with the
+    results it had, marked bad, with its residual (10, red, for crashes)."""
+    run_id, task_id = crashed_task(api, repo_url, num_games=2000)
+    before = get(api, f"/api/get_task/{run_id}/{task_id}")
+    assert call(api, f"/api/runs/{run_id}/purge", "alice")[0] == 200
+    bad = get(api, f"/api/get_task/{run_id}/0bad")
+    assert bad == {
+        **before,
+        "active": False,
+        "bad": True,
+        "residual": 10.0,
+        "residual_color": "red",
+    }
+    assert bad["stats"] == {**wire(pairs(dd=1, wd=1)), "crashes": 4}
+    assert bad["worker_info"]["unique_key"] == "abcd-123..."  # masked as any task
+    assert get(api, f"/api/get_task/{run_id}/{task_id}")["stats"] == wire(pairs())
+    with unchanged(api):  # a second purge finds nothing and keeps the copy
+        assert call(api, f"/api/runs/{run_id}/purge", "alice")[1]["purged_tasks"] == 0
+    assert get(api, f"/api/get_task/{run_id}/0bad") == bad
+
+
+@pytest.mark.parametrize("task", ["0bad", "1bad", "bad", "xbad", "-1bad", "0badbad"])
+def test_get_task_of_an_unknown_purged_task_is_404(
+    api: TestClient, repo_url: str, task: str
+) -> None:
+    run_id, _ = crashed_task(api, repo_url, num_games=2000)
+    if task != "0bad":  # 0bad exists only once a purge made it
+        assert call(api, f"/api/runs/{run_id}/purge", "alice")[0] == 200
+    with unchanged(api):
+        reply = api.get(f"/api/get_task/{run_id}/{task}")
+    assert reply.status_code == 404
+    assert reply.json()["error"].startswith(f"/api/get_task/{run_id}/{task}: ")
+
+
 def test_purging_a_clean_run_changes_nothing(api: TestClient, repo_url: str) -> None:
     run_id = approved(api, repo_url, num_games=2000)
     take_task(api)

@@ -160,13 +160,17 @@ async def get_run(request: Request) -> Response:
 
 
 async def get_task(request: Request) -> Response:
+    """A task, or with `<n>bad` the n-th task purged from the run (the reference's
+    `bad_tasks[n]`)."""
     run_id = _run_id(request)
     task_text = str(request.path_params["task_id"])
-    task_id = whole_number(task_text)
+    bad = task_text.endswith("bad")
+    task_id = whole_number(task_text.removesuffix("bad"))
     if task_id is None:
         raise ApiError(404, f"no task {task_text} in run {run_id}")
     queries = app_state(request).runs.queries
-    view = await run_in_threadpool(queries.get_task, run_id, task_id)
+    lookup = queries.get_bad_task if bad else queries.get_task
+    view = await run_in_threadpool(lookup, run_id, task_id)
     return _plain_json(view)
 
 

@@ -3,7 +3,8 @@
 A task is bad when its worker's results are a χ² outlier among the run's
 workers, or when it ended after crashes or time losses (stats.purge). Purged
 tasks keep their row, marked `bad`, with their results zeroed, so the run's
-totals (sums over tasks) lose exactly their games.
+totals (sums over tasks) lose exactly their games; a copy of each as it was
+goes to the run's bad tasks (`bad_tasks.py`), as the reference keeps them.
 
 Used by a person's purge, and by `auto_purge` runs when they are decided or
 stopped. Callers hold the run's lock (threadpool).
@@ -11,6 +12,7 @@ stopped. Callers hold the run's lock (threadpool).
 
 from dataclasses import replace
 
+from arbiter.domain.runs import bad_tasks as bad_copies
 from arbiter.domain.runs import history
 from arbiter.domain.runs.outcome import run_action
 from arbiter.domain.runs.registry import Change, RunState
@@ -41,9 +43,11 @@ def purge_into(state: RunState, change: Change) -> int:
     """
     if "spsa" in change.run.args:
         return 0
-    bad = bad_tasks([change.current(task) for task in state.tasks])
+    current = [change.current(task) for task in state.tasks]
+    bad = bad_tasks(current)
     if not bad:
         return 0
+    change.purged.extend(bad_copies.copies(current, bad))
     for task in bad:
         change.save_task(task, purged(task))
     change.run = history.record(rescore(change.run))

@@ -9,6 +9,7 @@ from typing import Any
 
 from arbiter.domain.errors import NotFound
 from arbiter.domain.run_args import parse_time_control
+from arbiter.domain.runs import bad_tasks
 from arbiter.domain.runs.documents import run_view, task_view
 from arbiter.domain.runs.ranking import NO_GAMES, NOT_APPROVED
 from arbiter.domain.runs.registry import RunContext, RunState
@@ -175,6 +176,14 @@ class RunQueries:
         if task is None:
             raise NotFound(f"No task {task_id} in run {run_id}.")
         return task_view(task)
+
+    def get_bad_task(self, run_id: str, index: int) -> dict[str, Any]:
+        """The `index`-th task purged from the run, as it was (`/api/get_task/<run>/<n>bad`)."""
+        with self._context.storage.read() as tx:
+            copy = bad_tasks.get(tx, run_id, index)
+        if copy is None:
+            raise NotFound(f"No purged task {index} in run {run_id}.")
+        return copy
 
     def get_elo(self, run_id: str) -> dict[str, Any]:
         """The run with its SPRT's Elo estimate; {} for a run without SPRT, as the

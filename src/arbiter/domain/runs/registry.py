@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arbiter.domain import actions
+from arbiter.domain.runs import bad_tasks
 from arbiter.domain.runs.totals import apply_change
 from arbiter.storage import Storage, Tx
 from arbiter.storage.records import RunRecord, TaskRecord
@@ -42,6 +43,7 @@ class Change:
     saved: list[TaskRecord] = field(default_factory=list)  # existing tasks, new values
     added: list[TaskRecord] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)  # keyword sets for actions.record
+    purged: list[dict[str, Any]] = field(default_factory=list)  # copies for bad_tasks.append
 
     def current(self, task: TaskRecord) -> TaskRecord:
         """The task as this change leaves it so far."""
@@ -207,5 +209,7 @@ def write_changes(tx: Tx, changes: list[tuple[RunState, Change]]) -> None:
             tx.tasks.save(task, state.tasks[task.task_id])
     tx.runs.save_many([(change.run, state.run) for state, change in changes])
     for _, change in changes:
+        if change.purged:
+            bad_tasks.append(tx, change.run.id, change.purged)
         for entry in change.log:
             actions.record(tx, **entry)
