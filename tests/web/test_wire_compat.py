@@ -358,11 +358,6 @@ def test_a_purged_task_is_marked_bad_with_zero_results(world: World) -> None:
     assert (task["bad"], task["active"], task["stats"]["pentanomial"]) == (True, False, [0] * 5)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="get_task <n>bad (the bad_tasks copy with residual, residual_color, task_id) "
-    "belongs to the get_task `<n>bad` change",
-)
 def test_get_task_bad_has_the_reference_bad_task_shape(world: World) -> None:
     run_id, _ = world.tasks["purged"]
     reply = world.client.get(f"/api/get_task/{run_id}/0bad")
