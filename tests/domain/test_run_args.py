@@ -438,6 +438,7 @@ def test_sprt_defaults() -> None:
     assert args.sprt is not None
     assert (args.sprt.elo0, args.sprt.elo1) == (0.0, 2.0)
     assert (args.sprt.alpha, args.sprt.beta, args.sprt.elo_model) == (0.05, 0.05, "normalized")
+    assert args.sprt.batch_size is None  # the reference's formula, applied with the run's TC
     assert args.num_games == SPRT_DEFAULT_GAMES
     assert args.spsa is None
 
@@ -450,6 +451,7 @@ def test_sprt_explicit_values() -> None:
             "alpha": 0.1,
             "beta": "0.2",
             "elo_model": "BayesElo",
+            "batch_size": "4",
         },
         num_games=100_000,
     )
@@ -457,6 +459,7 @@ def test_sprt_explicit_values() -> None:
     assert args.sprt is not None
     assert (args.sprt.elo0, args.sprt.alpha, args.sprt.beta) == (-1.75, 0.1, 0.2)
     assert args.sprt.elo_model == "BayesElo"
+    assert args.sprt.batch_size == 4
     assert args.num_games == 100_000
 
 
@@ -472,12 +475,24 @@ def test_sprt_explicit_values() -> None:
         ({"elo0": 0, "elo1": 2, "beta": -0.1}, "sprt.beta", "between 0 and 0.5"),
         ({"elo0": 0, "elo1": 2, "elo_model": "linear"}, "sprt.elo_model", "normalized"),
         ({"elo0": "zero", "elo1": 2}, "sprt.elo0", "number"),
+        ({"elo0": 0, "elo1": 2, "batch_size": 0}, "sprt.batch_size", "between 1 and 1,000"),
+        ({"elo0": 0, "elo1": 2, "batch_size": 1001}, "sprt.batch_size", "between 1 and 1,000"),
+        ({"elo0": 0, "elo1": 2, "batch_size": 2.5}, "sprt.batch_size", "whole number"),
+        ({"elo0": 0, "elo1": 2, "batch_size": True}, "sprt.batch_size", "whole number"),
+        ({"elo0": 0, "elo1": 2, "batch_size": "many"}, "sprt.batch_size", "whole number"),
     ],
 )
 def test_bad_sprt(sprt: dict[str, Any], field: str, words: str) -> None:
     error = fails(submission(sprt=sprt))
     assert error.field == field
     assert words in str(error)
+
+
+def test_an_sprt_batch_must_fit_in_the_game_cap() -> None:
+    assert parse_run_args(submission(sprt={"elo0": 0, "elo1": 2, "batch_size": 5}, num_games=10))
+    error = fails(submission(sprt={"elo0": 0, "elo1": 2, "batch_size": 6}, num_games=10))
+    assert error.field == "sprt.batch_size"
+    assert "more than num_games (10 games) allows" in str(error)
 
 
 def test_sprt_must_be_an_object() -> None:

@@ -146,6 +146,7 @@ INVALID = [
     ({"sprt": {"elo0": 0, "elo1": 2, "elo_model": "Glicko"}}, "sprt.elo_model"),
     ({"sprt": {"elo0": 0, "elo1": 2, "alpha": 0.7}}, "sprt.alpha"),
     ({"sprt": 5}, "sprt"),
+    ({"sprt": {"elo0": 0, "elo1": 2, "batch_size": 0}}, "sprt.batch_size"),
     ({"spsa": {**SPSA, "raw_params": "Tempo,20,0"}, "num_games": 2000}, "spsa.raw_params"),
     ({"spsa": SPSA, "num_games": 1500}, "num_games"),
     ({"spsa": SPSA, "sprt": {"elo0": 0, "elo1": 2}}, "spsa"),
@@ -161,6 +162,48 @@ def test_an_invalid_argument_is_400_naming_the_field(
         reply = lite.post("/api/runs", json=new_run(repo_url, **args), headers=headers)
     assert reply.status_code == 400, reply.text
     assert reply.json()["error"].startswith(f"/api/runs: {field}: "), reply.json()
+
+
+def test_an_sprt_batch_size_is_kept_and_tasks_hold_whole_batches(
+    api: TestClient, repo_url: str
+) -> None:
+    """A short test may report every few pairs; the reference's formula stays the default."""
+    sprt = {"elo0": 0, "elo1": 2, "batch_size": 3}
+    status, reply = call(api, "/api/runs", "alice", new_run(repo_url, sprt=sprt))
+    assert status == 200, reply
+    run_id = reply["run_id"]
+    assert stored_run(api, run_id).args["sprt"]["batch_size"] == 3
+    state(api).runs.lifecycle.approve(user(api, "root"), run_id)
+    task = take_task(api)
+    assert task["run"]["args"]["sprt"]["batch_size"] == 3
+    assert task["run"]["my_task"]["num_games"] % 6 == 0
+    body = worker_body(run_id=run_id, task_id=task["task_id"], stats=wire(pairs(dd=3)))
+    assert post(api, "/api/update_task", body)[1]["task_alive"] is True
+    assert stored_run(api, run_id).args["sprt"]["overshoot"]["last_update"] == 3
+
+
+@pytest.mark.parametrize(
+    ("batch", "message"),
+    [
+        (0, "must be between 1 and 1,000, got 0"),
+        (-4, "must be between 1 and 1,000, got -4"),
+        (1001, "must be between 1 and 1,000, got 1,001"),
+        (2.5, "must be a whole number"),
+        ("lots", "must be a whole number"),
+        (True, "must be a whole number"),
+        (600, "600 game pairs is more than num_games (1,000 games) allows"),
+    ],
+)
+def test_a_bad_sprt_batch_size_is_400_and_stores_nothing(
+    api: TestClient, repo_url: str, batch: Any, message: str
+) -> None:
+    sprt = {"elo0": 0, "elo1": 2, "batch_size": batch}
+    with unchanged(api):
+        status, reply = call(
+            api, "/api/runs", "alice", new_run(repo_url, sprt=sprt, num_games=1000)
+        )
+    assert status == 400
+    assert reply["error"] == f"/api/runs: sprt.batch_size: {message}"
 
 
 @pytest.mark.parametrize("field", ["tests_repo", "new_tag"])

@@ -52,6 +52,9 @@ DEFAULT_BOOK_DEPTH = 8
 MAX_BOOK_DEPTH = 40
 DEFAULT_SPRT_ALPHA = 0.05
 DEFAULT_SPRT_BETA = 0.05
+# A chosen SPRT batch (game pairs per update): a task holds whole batches, so a
+# batch far above the reference's (16 pairs at STC) makes every task that long.
+MAX_SPRT_BATCH_PAIRS = 1000
 # Evaluating an arch filter runs in a child process with this time limit (s).
 ARCH_FILTER_TIMEOUT = 2.0
 
@@ -148,6 +151,8 @@ class SprtArgs:
     alpha: float = DEFAULT_SPRT_ALPHA
     beta: float = DEFAULT_SPRT_BETA
     elo_model: EloModel = "normalized"
+    # Game pairs per update; None: the reference's formula of the run's TC and threads.
+    batch_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +242,8 @@ def parse_run_args(raw: Mapping[str, object], default_book: str = DEFAULT_BOOK) 
     sprt_raw, spsa_raw = _stop_rule(raw)
     sprt = _sprt(sprt_raw) if sprt_raw is not None else None
     num_games = _num_games(raw, sprt=sprt is not None, spsa=spsa_raw is not None)
+    if sprt is not None:
+        _check_batch_fits(sprt, num_games)
     spsa = _spsa(spsa_raw, num_games) if spsa_raw is not None else None
     priority = read_float(raw, "priority", 0.0)
     throughput = read_float(raw, "throughput", 100.0, low=0.0, high=MAX_THROUGHPUT)
@@ -475,10 +482,28 @@ def _sprt(raw: Mapping[str, object]) -> SprtArgs:
     alpha = _probability(raw, "alpha", DEFAULT_SPRT_ALPHA)
     beta = _probability(raw, "beta", DEFAULT_SPRT_BETA)
     model = read_text(raw, "elo_model", default="normalized", name="sprt.elo_model")
+    batch_size = _batch_size(raw)
     for known in ELO_MODELS:
         if model == known:
-            return SprtArgs(elo0, elo1, alpha, beta, known)
+            return SprtArgs(elo0, elo1, alpha, beta, known, batch_size)
     raise ValidationError("sprt.elo_model", f"must be one of {', '.join(ELO_MODELS)}")
+
+
+def _batch_size(raw: Mapping[str, object]) -> int | None:
+    """A chosen batch in game pairs (a short test may want frequent updates), or None."""
+    if raw.get("batch_size") in (None, ""):
+        return None
+    high = MAX_SPRT_BATCH_PAIRS
+    return read_int(raw, "batch_size", 1, low=1, high=high, name="sprt.batch_size")
+
+
+def _check_batch_fits(sprt: SprtArgs, num_games: int) -> None:
+    """A batch longer than the run's game cap would never update the SPRT."""
+    if sprt.batch_size is not None and 2 * sprt.batch_size > num_games:
+        raise ValidationError(
+            "sprt.batch_size",
+            f"{sprt.batch_size} game pairs is more than num_games ({num_games:,} games) allows",
+        )
 
 
 def _probability(raw: Mapping[str, object], key: str, default: float) -> float:
@@ -584,7 +609,9 @@ def read_int(
     *,
     low: int,
     high: int,
+    name: str | None = None,
 ) -> int:
+    field = name or key
     value = raw.get(key)
     if value is None or value == "":
         number = default
@@ -593,9 +620,9 @@ def read_int(
     elif isinstance(value, str) and _INT_TEXT.fullmatch(value):
         number = int(value)
     else:
-        raise ValidationError(key, "must be a whole number")
+        raise ValidationError(field, "must be a whole number")
     if not low <= number <= high:
-        raise ValidationError(key, f"must be between {low:,} and {high:,}, got {number:,}")
+        raise ValidationError(field, f"must be between {low:,} and {high:,}, got {number:,}")
     return number
 
 

@@ -67,7 +67,8 @@ def build_args(
         "allowed_archs": None if args.allowed_archs is None else sorted(args.allowed_archs),
     }
     if args.sprt is not None:
-        batch = max(1, int(0.5 + 16.0 / scheduling_ratio(doc)))
+        # The reference's batch (about 32 STC games), unless the submission chose one.
+        batch = args.sprt.batch_size or max(1, int(0.5 + 16.0 / scheduling_ratio(doc)))
         doc["sprt"] = dict(
             new_sprt(
                 args.sprt.alpha,
