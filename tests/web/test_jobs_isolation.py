@@ -90,7 +90,8 @@ def test_a_primary_runs_the_job_table_until_shutdown(settings: Settings) -> None
         scheduler = state(client).jobs
         assert scheduler is not None
         names = {status.name for status in scheduler.status()}
-        assert names == {"purge_expired_sessions", "scavenge_dead_tasks", "refresh_run_rates"}
+        expected = {"purge_expired_sessions", "scavenge_dead_tasks", "refresh_run_rates"}
+        assert names == {*expected, "reload_book_catalogue"}
         assert scheduler.run_now("purge_expired_sessions").result(timeout=30).last_error is None
     with pytest.raises(RuntimeError, match="stopped"):
         scheduler.run_now("purge_expired_sessions")

@@ -1,0 +1,161 @@
+"""A worker that behaves as the official Fishtest worker does plays a fixed-games
+and an SPRT run on a catalogue book against a real `arbiter serve`, on both
+storage backends; runs on a book only Arbiter hosts are kept from it, and the
+run page says why.
+
+The books repository is a stub on loopback (these machines are offline), with
+a catalogue imported through `arbiter books import-catalogue`, as an operator
+would import the repository's books.json.
+"""
+
+import functools
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from arbiter.protocol.books import SHIPPED_BOOK
+from tests.web.live_server import (
+    CHEAP_HASHING,
+    PASSWORD,
+    Server,
+    create_token,
+    create_user,
+    start_server,
+    stop,
+)
+from tests.web.official_worker import OfficialLikeWorker, official_text_hash
+
+BOOK = "e2e_catalogue.epd"
+SHIPPED = Path(__file__).parents[2] / "src" / "arbiter" / "data" / "books" / SHIPPED_BOOK
+
+
+@pytest.fixture
+def books_repository(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A stub of official-stockfish/books: `<name>.zip` over HTTP, and its books.json.
+    The book has CRLF line endings, so only a hash of its text matches."""
+    root = tmp_path / "books-repo"
+    root.mkdir()
+    lines = SHIPPED.read_text().splitlines()[:300]
+    book = root / BOOK
+    book.write_bytes("\r\n".join(lines).encode() + b"\r\n")
+    with zipfile.ZipFile(root / f"{BOOK}.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.write(book, BOOK)
+    entry = {"total": 300, "white": 300, "black": 0, "min_depth": 8, "max_depth": 8}
+    catalogue = {BOOK: {**entry, "sri": official_text_hash(book)}}
+    (root / "books.json").write_text(json.dumps(catalogue))
+    book.unlink()  # only the zip is served
+    handler = functools.partial(QuietHandler, directory=str(root))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", root / "books.json"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+def import_catalogue(data_dir: Path, database_url: str, catalogue: Path) -> str:
+    command = [sys.executable, "-m", "arbiter", "books", "import-catalogue", str(catalogue)]
+    command += ["--data-dir", str(data_dir), "--database-url", database_url]
+    env = {**os.environ, **CHEAP_HASHING}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    return done.stderr
+
+
+@pytest.fixture
+def server(
+    tmp_path: Path, database_url: str, books_repository: tuple[str, Path]
+) -> Iterator[tuple[Server, dict[str, str]]]:
+    data_dir = tmp_path / "server"
+    data_dir.mkdir()
+    assert "1 books" in import_catalogue(data_dir, database_url, books_repository[1])
+    create_user(data_dir, "alice", database_url)
+    create_user(data_dir, "root", database_url, approver=True)
+    tokens = {name: create_token(data_dir, name, database_url) for name in ("alice", "root")}
+    live = start_server(data_dir, database_url)
+    try:
+        yield live, tokens
+    finally:
+        stop(live)
+
+
+def submit(server: Server, tokens: dict[str, str], repo_url: str, **args: Any) -> str:
+    body = {"tests_repo": repo_url, "base_tag": "master", "new_tag": "patch", **args}
+    alice = {"authorization": f"Bearer {tokens['alice']}"}
+    reply = httpx.post(f"{server.url}/api/runs", json=body, headers=alice, timeout=30)
+    assert reply.status_code == 200, reply.text
+    run_id: str = reply.json()["run_id"]
+    root = {"authorization": f"Bearer {tokens['root']}"}
+    approved = httpx.post(f"{server.url}/api/runs/{run_id}/approve", headers=root, timeout=30)
+    assert approved.status_code == 200, approved.text
+    return run_id
+
+
+def get_run(server: Server, run_id: str) -> dict[str, Any]:
+    run: dict[str, Any] = httpx.get(f"{server.url}/api/get_run/{run_id}", timeout=30).json()
+    return run
+
+
+def test_the_official_workers_protocol_finishes_fixed_games_and_sprt_runs(
+    server: tuple[Server, dict[str, str]],
+    books_repository: tuple[str, Path],
+    repo_url: str,
+    tmp_path: Path,
+) -> None:
+    live, tokens = server
+    hosted = submit(live, tokens, repo_url, book=SHIPPED_BOOK, priority=1)
+    fixed = submit(live, tokens, repo_url, book=BOOK, num_games=400, tc="10+0.1")
+    sprt = submit(
+        live,
+        tokens,
+        repo_url,
+        book=BOOK,
+        num_games=40_000,
+        sprt={"elo0": 0, "elo1": 10, "elo_model": "normalized"},
+    )
+    worker = OfficialLikeWorker(
+        live.url, "alice", PASSWORD, books_repository[0], tmp_path / "worker-books"
+    )
+    worker.books_dir.mkdir()
+    played = worker.run_fleet()
+
+    assert worker.failed == []
+    assert played == len(worker.tasks) > 2
+    assert {log.run_id for log in worker.tasks} == {fixed, sprt}  # never the hosted-book run
+    assert get_run(live, fixed)["finished"]
+    assert get_run(live, fixed)["results"]["wins"] > 0
+    decided = get_run(live, sprt)
+    assert decided["finished"]
+    assert decided["args"]["sprt"]["state"] == "accepted"
+    waiting = get_run(live, hosted)
+    assert not waiting["finished"]
+    assert any("catalogue" in reason for reason in waiting["why_no_workers"])
+
+    # Every PGN the worker uploaded comes back byte for byte.
+    for log in worker.tasks:
+        name = f"{log.run_id}-{log.task_id}"
+        for path in (f"/api/pgn/{name}.pgn", f"/api/pgn/{name}"):
+            reply = httpx.get(live.url + path, timeout=30)
+            assert reply.status_code == 200, (path, reply.text)
+            text = reply.content
+            if text[:2] == b"\x1f\x8b":
+                text = gzip.GzipFile(fileobj=io.BytesIO(text)).read()
+            assert text.decode() == log.pgn
