@@ -103,9 +103,7 @@ class OfficialLikeWorker:
         args = run["args"]
         book = self.fetch_book(args["book"], args.get("book_sri"))
         if book is None:
-            self.post(
-                "/api/failed_task", run_id=run["_id"], task_id=task_id, message="book sri"
-            )
+            self.post("/api/failed_task", run_id=run["_id"], task_id=task_id, message="book sri")
             return False
         log = TaskLog(run["_id"], task_id)
         self.tasks.append(log)

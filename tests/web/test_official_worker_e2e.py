@@ -68,7 +68,7 @@ def books_repository(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
