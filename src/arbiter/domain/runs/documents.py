@@ -197,7 +197,7 @@ def run_view(run: RunRecord, *, history: bool = False) -> dict[str, Any]:
     args = wire_args(run.args, spsa_history=history)
     view: dict[str, Any] = {
         "_id": run.id,
-        "version": run.version,
+        "version": RUN_VERSION,  # the shape served, whatever the run was stored under
         "start_time": _iso(run.start_time),
         "last_updated": _iso(run.last_updated),
         "tc_base": run.tc_base,
