@@ -125,27 +125,23 @@ class ApiClient:
 
     def get(self, path: str) -> bytes:
         """A file from the server (books, nets); follows redirects."""
-        try:
-            reply = self._http.get(path)
-        except httpx.HTTPError as error:
-            raise TransportError(f"{path}: {type(error).__name__}: {error}") from None
-        if reply.status_code == 404:
-            raise NotFoundError(f"{path}: the server has no such file")
-        if reply.status_code != 200:
-            raise TransportError(f"{path}: HTTP {reply.status_code}")
+        content = self._fetch(path, "the server has no such file")
         self.last_contact = self._clock()
-        return reply.content
+        return content
 
     def download(self, url: str) -> bytes:
         """A file from another host (catalogue books): not a sign of the server's life."""
+        return self._fetch(url, "no such file")
+
+    def _fetch(self, target: str, missing: str) -> bytes:
         try:
-            reply = self._http.get(url)
+            reply = self._http.get(target)
         except httpx.HTTPError as error:
-            raise TransportError(f"{url}: {type(error).__name__}: {error}") from None
+            raise TransportError(f"{target}: {type(error).__name__}: {error}") from None
         if reply.status_code == 404:
-            raise NotFoundError(f"{url}: no such file")
+            raise NotFoundError(f"{target}: {missing}")
         if reply.status_code != 200:
-            raise TransportError(f"{url}: HTTP {reply.status_code}")
+            raise TransportError(f"{target}: HTTP {reply.status_code}")
         return reply.content
 
     def get_json(self, path: str) -> dict[str, Any]:
