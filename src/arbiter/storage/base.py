@@ -8,6 +8,7 @@ at all.
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from arbiter.storage.action_search import ActionSearch
 from arbiter.storage.records import (
     ActionRecord,
     BookRecord,
@@ -128,6 +129,9 @@ class ActionStore(Protocol):
         data: Any = None,
     ) -> int: ...
     def query(self, action_filter: ActionFilter) -> list[ActionRecord]: ...
+    def search(self, search: ActionSearch) -> list[ActionRecord]:
+        """Raises SearchTooLong when its Python checks run past `search.scan_seconds`."""
+        ...
 
 
 class KVStore(Protocol):

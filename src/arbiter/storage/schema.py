@@ -171,6 +171,8 @@ actions = Table(
     Index(None, "action", "time"),
     Index(None, "username", "time"),
     Index(None, "run_id", "time"),
+    Index(None, "username", "action", "time"),
+    Index(None, "worker", "time"),
 )
 
 workers = Table(

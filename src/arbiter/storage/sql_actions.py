@@ -1,9 +1,10 @@
-"""The audit log on SQL: append and whitelisted queries, newest first."""
+"""The audit log on SQL: append, whitelisted queries (newest first) and searches."""
 
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
+from arbiter.storage.action_search import ActionSearch, run_search
 from arbiter.storage.base import ActionFilter
 from arbiter.storage.records import ActionRecord
 from arbiter.storage.schema import actions
@@ -60,3 +61,6 @@ class SqlActionStore:
         query = query.order_by(actions.c.time.desc(), actions.c.id.desc())
         query = query.limit(action_filter.limit)
         return [ActionRecord(**row._mapping) for row in self._connection.execute(query)]
+
+    def search(self, search: ActionSearch) -> list[ActionRecord]:
+        return run_search(self._connection, search)
