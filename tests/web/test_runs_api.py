@@ -1,7 +1,7 @@
 """The runs API end to end in-process, on both backends: scripting with a bearer
 token (submit, approve, stop, modify, purge, delete) and the read-only
 endpoints of reference 1.3 (active and finished runs, one run with why it gets
-no workers, one task, its Elo, the audit log with a whitelisted filter).
+no workers, one task, its Elo; the audit log is in test_actions_api.py).
 
 Every refusal is checked to change nothing (`unchanged`).
 """
@@ -16,10 +16,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from arbiter.domain import actions as audit
 from arbiter.domain.runs.documents import new_run_id
 from arbiter.domain.runs.ranking import ARCH, NOT_APPROVED, TOO_MANY_THREADS
-from arbiter.storage.base import MAX_ACTIONS_PER_QUERY
 from tests.domain.runs.support import pairs
 from tests.web.api_support import (
     actions,
@@ -877,75 +875,6 @@ def test_get_elo_of_an_sprt_without_games_has_an_empty_estimate(
     run_id = approved(api, repo_url, sprt={"elo0": 0, "elo1": 2})
     view = get(api, f"/api/get_elo/{run_id}")
     assert (view["_id"], view["elo"]) == (run_id, {})
-
-
-# ---------------------------------------------------------------- the audit log
-
-
-def log_many(client: TestClient, count: int) -> None:
-    with state(client).storage.write() as tx:
-        for index in range(count):
-            name = "alice" if index % 2 else "bob"
-            audit.record(tx, time=1000.0 + index, action="log_message", username=name)
-
-
-def listed(client: TestClient, body: Any) -> list[dict[str, Any]]:
-    reply = client.post("/api/actions", json=body)
-    assert reply.status_code == 200, reply.text
-    assert reply.headers[CORS] == "*"
-    found: list[dict[str, Any]] = reply.json()
-    return found
-
-
-def test_actions_filters_by_whitelisted_keys(api: TestClient, repo_url: str) -> None:
-    run_id = submit(api, "alice", repo_url)
-    log_many(api, 250)
-    everything = listed(api, {})
-    assert len(everything) == 200  # the reference's limit
-    assert [entry["time"] for entry in everything] == sorted(
-        (entry["time"] for entry in everything), reverse=True
-    )
-    assert all(isinstance(entry["_id"], str) for entry in everything)
-
-    mine = listed(api, {"run_id": run_id})
-    assert [(e["action"], e["run_id"]) for e in mine] == [("new_run", run_id)]
-    bobs = listed(api, {"username": "bob", "action": "log_message", "max_count": 500})
-    assert len(bobs) == 125
-    assert {e["username"] for e in bobs} == {"bob"}
-    older = listed(api, {"before": 1010.0, "max_count": 3})
-    assert [e["time"] for e in older] == [1009.0, 1008.0, 1007.0]
-    assert listed(api, {"action": "no_such_action"}) == []
-
-
-def test_actions_clamps_max_count(api: TestClient) -> None:
-    log_many(api, 3)
-    assert len(listed(api, {"max_count": 0})) == 1
-    assert len(listed(api, {"max_count": MAX_ACTIONS_PER_QUERY * 10})) == len(actions(api))
-
-
-@pytest.mark.parametrize(
-    ("body", "message"),
-    [
-        ({"$where": "sleep(100)"}, "$where: not a filter"),
-        ({"time": {"$gt": 0}}, "time: not a filter"),
-        ({"username": {"$ne": ""}}, "username: expected a string"),
-        ({"action": ["stop_run"]}, "action: expected a string"),
-        ({"run_id": 5}, "run_id: expected a string"),
-        ({"before": "yesterday"}, "before: expected a Unix time in seconds"),
-        ({"before": True}, "before: expected a Unix time in seconds"),
-        ({"max_count": "10"}, "max_count: expected an integer"),
-        ({"max_count": 1.5}, "max_count: expected an integer"),
-        (["username"], "request body must be a JSON object"),
-    ],
-)
-def test_actions_refuses_anything_but_the_whitelist(
-    lite: TestClient, body: Any, message: str
-) -> None:
-    """The reference passes the body to MongoDB as a query; only the five keys
-    with plain values are accepted here, and the unknown key is named."""
-    reply = lite.post("/api/actions", json=body)
-    assert reply.status_code == 400
-    assert reply.json()["error"].startswith(f"/api/actions: {message}")
 
 
 @pytest.mark.parametrize(

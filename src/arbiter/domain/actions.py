@@ -8,7 +8,10 @@ Runs in the threadpool (blocking database I/O).
 
 from typing import Any
 
+from arbiter.domain.action_query import parse_search
+from arbiter.domain.errors import BadRequest
 from arbiter.storage import Storage, Tx
+from arbiter.storage.action_search import SearchTooLong
 from arbiter.storage.base import ActionFilter
 from arbiter.storage.records import ActionRecord
 
@@ -111,6 +114,18 @@ class Actions:
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
+
+    def search(self, query: object) -> list[dict[str, Any]]:
+        """The actions a MongoDB-style query matches (`action_query`), oldest first."""
+        search = parse_search(query, wire_id)
+        try:
+            with self._storage.read() as tx:
+                return [to_wire(action) for action in tx.actions.search(search)]
+        except SearchTooLong as error:
+            raise BadRequest(
+                f"$regex: {error} checking candidates; narrow the query with "
+                "time, action, username or run_id"
+            ) from None
 
     def list(self, action_filter: ActionFilter) -> list[dict[str, Any]]:
         with self._storage.read() as tx:
