@@ -151,7 +151,7 @@ class ResultIngest:
             if count:  # the run goes on if the purge took its decision away
                 change.log.append(auto_purge_action(change.run, now, count))
         if is_decided(change.run):
-            finish(state, change, now=now, by="", message=_finish_message(change.run))
+            finish(state, change, now=now)
         return change
 
     def _kill(self, state: RunState, task: TaskRecord, worker: WorkerInfo, why: str) -> None:
@@ -311,7 +311,7 @@ class ResultIngest:
                     f"User {worker.username} has too few CPU hours to stop run {run_id}."
                 )
             change.run = replace(state.run, failed=True, failures=state.run.failures + 1)
-            finish(state, change, now=now, by=worker.username, message=message)
+            finish(state, change, now=now)
             change.log[-1] = run_action(
                 state.run, "stop_run", worker.username, message, now, **where
             )
@@ -366,10 +366,3 @@ def _advance_sprt(run: RunRecord) -> RunRecord:
     counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
     state = update_sprt(sprt, counts)
     return replace(run, args={**run.args, "sprt": dict(state)})
-
-
-def _finish_message(run: RunRecord) -> str:
-    sprt = run.args.get("sprt")
-    if sprt is not None and sprt.get("state"):
-        return f"SPRT {sprt['state']} (LLR {sprt['llr']:.2f})"
-    return "all games played"

@@ -93,7 +93,7 @@ class RunLifecycle:
             count = purge_into(state, change) if auto_purges(state.run) else 0
             if count:  # the run stops all the same; its result leaves the bad workers out
                 change.log.append(auto_purge_action(change.run, now, count))
-            finish(state, change, now=now, by=user.username, message=message)
+            finish(state, change, now=now)
             change.log[-1] = run_action(state.run, "stop_run", user.username, message, now)
             self._context.commit(state, change)
 
@@ -145,7 +145,7 @@ class RunLifecycle:
             change = Change(state.run)
             now = _now(self)
             if not state.run.finished:
-                finish(state, change, now=now, by=user.username, message="deleted")
+                finish(state, change, now=now)
                 change.log.clear()
             change.run = replace(change.run, deleted=True, finished=True)
             change.log.append(run_action(state.run, "delete_run", user.username, "", now))
@@ -310,6 +310,6 @@ def restore(context: RunContext, log: Callable[[str], None]) -> int:
             with state.lock:
                 change = Change(fixed)
                 if is_decided(fixed):
-                    finish(state, change, now=now, by="", message="decided before restart")
+                    finish(state, change, now=now)
                 context.commit(state, change)
     return len(context.registry.states())

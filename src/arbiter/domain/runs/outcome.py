@@ -7,6 +7,8 @@ from arbiter.domain.actions import SYSTEM_USER
 from arbiter.domain.runs.documents import run_label
 from arbiter.domain.runs.registry import Change, RunState
 from arbiter.stats.elo import fixed_games_elo
+from arbiter.stats.sprt import sprt_results
+from arbiter.stats.sprt_elo import sprt_elo
 from arbiter.storage.records import RunRecord
 
 LOS_GREEN = 0.95
@@ -53,8 +55,13 @@ def _los(run: RunRecord) -> float | None:
         return None
 
 
-def finish(state: RunState, change: Change, *, now: float, by: str, message: str) -> None:
-    """Fold into `change`: every active task stops, the run is finished and coloured."""
+def finish(state: RunState, change: Change, *, now: float) -> None:
+    """Fold into `change`: every active task stops, the run is finished and coloured.
+
+    The logged `finished_run` is the reference's: by the run's owner, with its
+    result line. Callers that finish a run for another reason (a stop, a
+    delete) replace that entry with their own action.
+    """
     for task in state.tasks:
         current = change.current(task)
         if current.active:
@@ -63,7 +70,57 @@ def finish(state: RunState, change: Change, *, now: float, by: str, message: str
     change.run = replace(
         change.run, finished=True, is_green=green, is_yellow=yellow, nps=0.0, games_per_minute=0.0
     )
-    change.log.append(run_action(change.run, "finished_run", by, message, now))
+    run = change.run
+    change.log.append(run_action(run, "finished_run", run.username, finished_message(run), now))
+
+
+def finished_message(run: RunRecord) -> str:
+    """The reference's result line, e.g.
+    `Result:accepted Elo:2.10[0.35,3.85] LOS:99% Games:1024 Ptnml:[2,100,300,98,12]`.
+    """
+    if "spsa" in run.args:
+        return "SPSA tune finished"
+    sprt = run.args.get("sprt")
+    if sprt is not None:
+        verdict, estimate = str(sprt.get("state", "")), _sprt_estimate(run, sprt)
+    else:
+        verdict, estimate = ("accepted" if run.is_green else "rejected"), _fixed_estimate(run)
+    parts = [f"Result:{verdict}"]
+    if estimate is not None:  # a statistic that fails must not stop the run finishing
+        elo, low, high, los = estimate
+        parts += [f"Elo:{elo:.2f}[{low:.2f},{high:.2f}]", f"LOS:{los:.0%}"]
+    pentanomial = ",".join(str(count) for count in run.pentanomial)
+    parts += [f"Games:{2 * sum(run.pentanomial)}", f"Ptnml:[{pentanomial}]"]
+    return " ".join(parts)
+
+
+Estimate = tuple[float, float, float, float]  # Elo, interval low and high, LOS
+
+
+def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> Estimate | None:
+    model = str(sprt["elo_model"])
+    counts = sprt_results(model, run.wins, run.losses, run.draws, run.pentanomial)
+    try:
+        found = sprt_elo(
+            counts,
+            float(sprt["elo0"]),
+            float(sprt["elo1"]),
+            model,
+            alpha=float(sprt["alpha"]),
+            beta=float(sprt["beta"]),
+            ldw=[run.losses, run.draws, run.wins],
+        )
+    except (ValueError, ZeroDivisionError):
+        return None
+    return found.elo, found.ci[0], found.ci[1], found.los
+
+
+def _fixed_estimate(run: RunRecord) -> Estimate | None:
+    try:
+        found = fixed_games_elo(run.pentanomial)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return found.elo, found.ci[0], found.ci[1], found.los
 
 
 def run_action(
