@@ -399,11 +399,6 @@ def test_every_action_the_scenario_wrote_has_a_reference_shape(world: World) -> 
     assert {"block_worker", "block_user", "accept_user", "upload_nn", "crash_or_time"} <= written
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="update_task: a task that completes after crashes or time losses should log "
-    "crash_or_time as the reference's update_task does (belongs to the update_task change)",
-)
 def test_a_task_completed_with_crashes_logs_crash_or_time(world: World) -> None:
     run_id, task_id = world.tasks["purged"]
     logged = [

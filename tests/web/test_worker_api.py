@@ -724,6 +724,24 @@ def test_a_complete_task_is_no_longer_alive(api: TestClient, task: tuple[str, in
     assert not stored_run(api, run_id).finished  # the run wants 2000 games
 
 
+def test_a_task_completed_after_crashes_logs_crash_or_time(
+    api: TestClient, task: tuple[str, int]
+) -> None:
+    """As the reference's update_task: the completing update is logged like a failure."""
+    run_id, task_id = task
+    stats = {**wire(pairs(dd=116)), "crashes": 4, "time_losses": 29}
+    body = body_for("/api/update_task", *task, stats=stats)
+    assert post(api, "/api/update_task", body)[1]["task_alive"] is False
+    logged = actions(api)[0]
+    assert (logged["action"], logged["run_id"], logged["task_id"]) == (
+        "crash_or_time",
+        run_id,
+        task_id,
+    )
+    assert logged["message"] == "Time losses:29(12.5%) Crashes:4(1.7%)"
+    assert logged["worker"].startswith("alice-4cores-abcd")
+
+
 def test_the_update_that_finishes_the_run_ends_the_task(api: TestClient, repo_url: str) -> None:
     run_id = approved(api, repo_url, num_games=4)
     task = (run_id, int(take_task(api)["task_id"]))

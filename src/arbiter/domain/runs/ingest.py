@@ -145,6 +145,10 @@ class ResultIngest:
             run, new_task = apply_spsa_result(run, task, new_task, spsa)
         change = Change(run)
         change.save_task(task, new_task)
+        note = None if new_task.active else crash_note(new_task)
+        if note is not None:  # completed after too many crashes or time losses, as the reference
+            where = {"task_id": task.task_id, "worker": task_worker_name(task)}
+            change.log.append(run_action(run, "crash_or_time", task.username, note, now, **where))
         change.run = history.record(_advance_sprt(change.run))
         if is_decided(change.run) and auto_purges(change.run):
             count = purge_into(state, change)
@@ -275,8 +279,8 @@ class ResultIngest:
             change.log.append(
                 run_action(state.run, "failed_task", worker.username, message, now, **where)
             )
-            if crash_or_time(games_played(task), task.crashes, task.time_losses):
-                note = f"crashes {task.crashes}, time losses {task.time_losses}"
+            note = crash_note(task)
+            if note is not None:
                 change.log.append(
                     run_action(state.run, "crash_or_time", worker.username, note, now, **where)
                 )
@@ -317,6 +321,15 @@ class ResultIngest:
             )
             self._context.commit(state, change)
             return {}
+
+
+def crash_note(task: TaskRecord) -> str | None:
+    """The crash_or_time message of a task with games and too many crashes or time
+    losses, in the reference's words (people grep its log); None otherwise."""
+    games, losses, crashes = games_played(task), task.time_losses, task.crashes
+    if not games or not crash_or_time(games, crashes, losses):
+        return None
+    return f"Time losses:{losses}({losses / games:.1%}) Crashes:{crashes}({crashes / games:.1%})"
 
 
 def _same_stats(task: TaskRecord, stats: Stats) -> bool:
