@@ -67,8 +67,7 @@ FIELD_OPERATORS |= frozenset(COMPARISONS)
 @dataclass(frozen=True, slots=True)
 class Field:
     column: str
-    kind: Kind
-    absent: Value = None  # the stored value that means "not in the document"
+    kind: Kind  # a field is absent from a document where its column is NULL
 
 
 FIELDS: dict[str, Field] = {
@@ -192,7 +191,7 @@ class _Parser:
         for value in values:
             _check_value(where, value)
             if value is None:
-                stored.append(None if field is None else field.absent)
+                stored.append(None)
             elif field is not None and (found := _stored(field, value)) is not None:
                 stored.append(found)
         if field is None:  # absent from every document: only null can match
@@ -263,7 +262,7 @@ def _absent(field: Field | None, *, negated: bool) -> Condition:
         return NEVER if negated else ALWAYS
     if field.kind == "document":
         return _document_one_of([None], negated=negated)
-    return OneOf(field.column, (field.absent,), negated=negated)
+    return OneOf(field.column, (None,), negated=negated)
 
 
 def _stored(field: Field, value: object) -> Scalar | None:
