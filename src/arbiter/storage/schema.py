@@ -203,7 +203,7 @@ books = Table(
     metadata,
     Column("name", String(128), primary_key=True),
     Column("username", String(64), nullable=False),
-    Column("sri", String(128), nullable=False),  # "sha384-<base64>"
+    Column("sri", String(128), nullable=False),  # book_sri: base64 of SHA-384 (protocol.books)
     Column("size", BigInteger, nullable=False),
     Column("total", Integer, nullable=False),  # positions (EPD lines or PGN games)
     Column("uploaded_at", Float, nullable=False),
