@@ -14,6 +14,7 @@ import copy as copy_module
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -578,6 +579,30 @@ def test_a_full_admission_gate_is_too_busy_at_once(api: TestClient, task: tuple[
             gate.release()
     assert status == 200
     assert reply == {"task_waiting": False, "info": TOO_BUSY, "duration": reply["duration"]}
+
+
+def test_an_account_beyond_its_share_of_the_gate_is_too_busy(
+    api: TestClient, task: tuple[str, int]
+) -> None:
+    """By default one account holds at most half the gate's places (at least one);
+    its next call is told "too busy" as a full gate's is, and others still get in."""
+    size = state(api).settings.task_semaphore_size
+    scheduler = state(api).runs.scheduler
+    alice = user(api, "alice")
+    held = 0
+    while scheduler.admit(replace(alice, username="ALICE")):  # spelling does not matter
+        held += 1
+    assert held == max(1, size // 2)
+    try:
+        with unchanged(api):
+            status, reply = post(api, "/api/request_task", worker_body(key="efgh"))
+        assert status == 200
+        assert reply == {"task_waiting": False, "info": TOO_BUSY, "duration": reply["duration"]}
+        add_user(api, "bob")
+        assert "task_id" in take_task(api, "bob", key="ijkl")
+    finally:
+        for _ in range(held):
+            scheduler._gate.leave("alice")
 
 
 # ---------------------------------------------------------------- stop_run

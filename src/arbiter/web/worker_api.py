@@ -38,7 +38,7 @@ async def request_task(request: Request) -> Response:
     body = await read_body(request, RequestTaskRequest)
     user = await authenticated_worker(request, body)
     scheduler = app_state(request).runs.scheduler
-    if not scheduler.admit():
+    if not scheduler.admit(user):  # full, or this account holds its share
         return json_reply(request, too_busy())
     # Answered by the scheduling thread (which gives the gate's place back);
     # waiting holds no threadpool thread.

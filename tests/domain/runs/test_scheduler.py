@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from arbiter.domain.accounts import User
 from arbiter.domain.runs import scheduler as scheduler_module
+from arbiter.domain.runs.admission import AdmissionGate
 from arbiter.domain.runs.ranking import NOT_APPROVED, TOO_MANY_THREADS
 from arbiter.domain.runs.scheduler import RUN_LOCK_PATIENCE, TOO_BUSY, TaskScheduler
 from arbiter.domain.runs.service import Runs
@@ -89,6 +90,61 @@ def test_full_gate_answers_too_busy_at_once(storage: Storage, alice: User) -> No
         "task_waiting": False,
         "info": TOO_BUSY,
     }
+
+
+def test_an_account_holding_its_share_is_too_busy_while_others_get_in(
+    storage: Storage, alice: User, root: User, repo_url: str
+) -> None:
+    runs = Runs(storage, task_gate=AdmissionGate(threading.Semaphore(5), per_account=2))
+    approved_run(runs, alice, root, repo_url, num_games=100_000)
+    flood = make_user(storage, "flood")
+    shouting = replace(flood, username="FLOOD")  # the same account, spelled otherwise
+    assert runs.scheduler.admit(flood)
+    assert runs.scheduler.admit(shouting)
+    assert runs.scheduler.request_task(worker("flood", key="f1"), flood, "9.9.9.9") == {
+        "task_waiting": False,
+        "info": TOO_BUSY,
+    }
+    assert "task_id" in runs.scheduler.request_task(worker(), alice, "1.1.1.1")
+
+
+def test_a_flooding_account_never_shuts_out_another(
+    storage: Storage, alice: User, root: User, repo_url: str
+) -> None:
+    """20 threads of one account call request_task without pause while alice asks
+    for work: every one of alice's calls is decided, none is "too busy"."""
+    runs = Runs(storage, task_gate=AdmissionGate(threading.Semaphore(5), per_account=2))
+    approved_run(runs, alice, root, repo_url, num_games=3_000_000)
+    flood = make_user(storage, "flood")
+    stop = threading.Event()
+    flood_replies: list[dict[str, Any]] = []
+
+    def flooding(thread: int) -> None:
+        for serial in itertools.count():
+            if stop.is_set():
+                return
+            machine = worker("flood", key=f"{thread:02x}{serial:06x}")
+            address = f"10.{thread}.{serial >> 8 & 255}.{serial & 255}"
+            reply = runs.scheduler.request_task(machine, flood, address)
+            flood_replies.append(reply)
+            if reply.get("info") == TOO_BUSY:
+                time.sleep(0.001)  # only so that 20 spinning threads leave others the GIL
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        for thread in range(20):
+            pool.submit(flooding, thread)
+        try:
+            deadline = time.monotonic() + 30
+            while not any(r.get("info") == TOO_BUSY for r in flood_replies):  # flooding now
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            mine = [
+                runs.scheduler.request_task(worker(key=f"a{i:03d}"), alice, f"1.1.1.{i}")
+                for i in range(10)
+            ]
+        finally:
+            stop.set()
+    assert all("task_id" in reply for reply in mine), mine
 
 
 def test_blocked_worker_is_refused(
@@ -325,7 +381,7 @@ def test_calls_from_an_event_loop_are_answered_on_it(
     approved_run(runs, alice, root, repo_url, num_games=100_000)
 
     async def ask_together() -> list[dict[str, Any]]:
-        assert all(runs.scheduler.admit() for _ in range(4))
+        assert all(runs.scheduler.admit(alice) for _ in range(4))
         calls = [
             runs.scheduler.assign_task_async(worker(key=f"w{i}"), alice, f"10.0.0.{i}")
             for i in range(4)

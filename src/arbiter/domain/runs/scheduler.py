@@ -2,7 +2,8 @@
 
 The seeds' admission gate comes first: a non-blocking semaphore, passed on the
 event loop, so at most TASK_SEMAPHORE_SIZE calls are ever queued for or inside
-a decision, and a caller told "too busy" costs nothing more. The seeds' one
+a decision, and a caller told "too busy" costs nothing more; one account holds
+at most its share of it (`admission.AdmissionGate`). The seeds' one
 lock around the decision becomes one scheduling thread: it takes every call
 waiting at once, decides them one after another (each decision sees those
 before it), commits all their tasks in one transaction, waits once for that
@@ -27,6 +28,7 @@ import msgspec
 
 from arbiter.domain.accounts import User
 from arbiter.domain.files.books import AnyBook, BookIndex
+from arbiter.domain.runs.admission import AdmissionGate
 from arbiter.domain.runs.documents import results_view, wire_args
 from arbiter.domain.runs.ingest import retire_task
 from arbiter.domain.runs.ranking import (
@@ -138,7 +140,7 @@ class TaskScheduler:
     def __init__(
         self,
         context: RunContext,
-        gate: threading.Semaphore,
+        gate: AdmissionGate,
         blocked: BlockedMachines,
         books: BookIndex | None = None,
     ) -> None:
@@ -154,16 +156,18 @@ class TaskScheduler:
 
     def request_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """The reply body of /api/request_task (without `duration`). Blocks."""
-        return self.assign_task(worker, user, remote_addr) if self.admit() else too_busy()
+        return self.assign_task(worker, user, remote_addr) if self.admit(user) else too_busy()
 
-    def admit(self) -> bool:
-        """The admission gate: whether this caller got in, without waiting. A caller
-        let in must then call `assign_task` or `assign_task_async`, which give the
-        place back once the call has been decided (before its fsync).
+    def admit(self, user: User) -> bool:
+        """The admission gate: whether this caller got in, without waiting (refused
+        too when `user`'s account already holds its share of the places). A caller
+        let in must then call `assign_task` or `assign_task_async` with the same
+        user, which give the place back once the call has been decided (before
+        its fsync).
 
         Never blocks, so the web layer passes it on the event loop and a caller
         that is refused is answered at once."""
-        return self._gate.acquire(blocking=False)
+        return self._gate.enter(user.username)
 
     def assign_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """request_task for a caller let in by `admit`: blocks until the scheduling
@@ -197,7 +201,7 @@ class TaskScheduler:
                 try:
                     thread.start()
                 except RuntimeError:  # no thread to be had: the call is not queued
-                    self._gate.release()
+                    self._gate.leave(call.user.username)
                     raise
                 self._thread = thread
             self._queue.append(call)
@@ -258,8 +262,8 @@ class TaskScheduler:
                         state.refusals.clear()
             finally:
                 batch.release()
-                for _ in calls:
-                    self._gate.release()
+                for call in calls:
+                    self._gate.leave(call.user.username)
         return decided
 
     def _decide(self, call: _Call, batch: _Batch) -> Assignment | dict[str, Any]:
