@@ -13,6 +13,7 @@ from arbiter.domain.actions import Actions
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
+from arbiter.domain.runs.admission import AdmissionGate, fair_share
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs import Job, JobScheduler, job_table
 from arbiter.storage import Storage
@@ -92,7 +93,9 @@ def open_state(settings: Settings) -> AppState:
         storage = Storage(engine)
         gate = threading.Semaphore(settings.task_semaphore_size)
         books = open_books(storage, settings)
-        runs = Runs(storage, task_gate=gate, books=books)
+        share = settings.task_semaphore_per_account or fair_share(settings.task_semaphore_size)
+        fair_gate = AdmissionGate(gate, per_account=share)
+        runs = Runs(storage, task_gate=fair_gate, books=books)
         if settings.is_primary:
             live = runs.restore()
             log.info("%d unfinished run(s) loaded", live)

@@ -36,6 +36,8 @@ class Settings:
     role: Role = "primary"
     threadpool_tokens: int = THREADPOOL_TOKENS
     task_semaphore_size: int = TASK_SEMAPHORE_SIZE
+    # Places of that gate one account may hold at once; 0: half of them, at least 1.
+    task_semaphore_per_account: int = 0
     # Request bodies: the API and forms, and the larger limit for net uploads.
     max_body_bytes: int = 2 * 1024 * 1024
     max_upload_bytes: int = 200 * 1024 * 1024
@@ -92,6 +94,11 @@ class Settings:
                 raise SettingsError(f"ARBITER_{name.upper()} must be positive")
         if self.task_semaphore_size >= self.threadpool_tokens:
             raise SettingsError("ARBITER_TASK_SEMAPHORE_SIZE must be below THREADPOOL_TOKENS")
+        if not 0 <= self.task_semaphore_per_account <= self.task_semaphore_size:
+            raise SettingsError(
+                "ARBITER_TASK_SEMAPHORE_PER_ACCOUNT must be 0 (half the gate)"
+                " to ARBITER_TASK_SEMAPHORE_SIZE"
+            )
 
 
 def _convert(name: str, raw: str, kind: type) -> Any:
