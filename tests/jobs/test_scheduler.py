@@ -84,16 +84,31 @@ def test_periods_and_initial_delays_are_honoured(make_scheduler: SchedulerFactor
     assert later == []  # its initial delay has not passed
 
 
-def test_jitter_spreads_the_period(make_scheduler: SchedulerFactory) -> None:
-    times: list[float] = []
-    scheduler = make_scheduler(
-        Job("j", period=FAST, initial_delay=0, function=lambda: times.append(time.monotonic()))
+def test_jitter_spreads_the_period() -> None:
+    """Each run comes due one jittered period after the previous one: the timer's
+    waits are periods drawn from its random source, within ±5% and not all the
+    same. The timer is driven tick by tick on a clock of the test's own (each
+    tick exactly when the job is due), so a loaded machine changes nothing."""
+    now = 1000.0
+    ran: list[float] = []
+    scheduler = JobScheduler(
+        [Job("j", period=60.0, initial_delay=0, function=lambda: ran.append(now))],
+        rng=random.Random(11),
+        clock=lambda: now,
     )
-    scheduler.start()
-    wait_until(lambda: len(times) >= 6)
-    scheduler.stop()
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert all(gap >= FAST * 0.95 - 0.005 for gap in gaps), gaps
+    draws = random.Random(11)
+    try:
+        waits = []
+        for tick in range(20):
+            waits.append(scheduler._tick())
+            wait_until(lambda runs=tick + 1: scheduler.status()[0].runs == runs)
+            now += waits[-1]
+    finally:
+        assert scheduler.stop(timeout=10)
+    assert waits == pytest.approx([jittered(60.0, 0.05, draws) for _ in range(20)])
+    assert all(57.0 <= wait <= 63.0 for wait in waits), waits
+    assert max(waits) - min(waits) > 1.0  # spread, not one fixed period
+    assert ran == pytest.approx([1000.0 + sum(waits[:i]) for i in range(20)])  # when due
 
 
 def test_a_job_never_overlaps_itself(make_scheduler: SchedulerFactory) -> None:

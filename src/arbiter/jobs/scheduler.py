@@ -113,7 +113,16 @@ class JobScheduler:
     `start()` too (tests and operators), never after `stop()`.
     """
 
-    def __init__(self, jobs: Iterable[Job], *, max_workers: int = JOB_THREADS) -> None:
+    def __init__(
+        self,
+        jobs: Iterable[Job],
+        *,
+        max_workers: int = JOB_THREADS,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`rng` and `clock` (a monotonic one) are for tests: with them, when jobs
+        come due does not depend on how busy the machine is."""
         table = list(jobs)
         names = [job.name for job in table]
         duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -123,7 +132,8 @@ class JobScheduler:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._timer: threading.Thread | None = None
-        self._rng = random.Random()  # noqa: S311 - spreads timers; nothing secret
+        self._rng = rng or random.Random()  # noqa: S311 - spreads timers; nothing secret
+        self._clock = clock
         # Threads are created on demand, up to max_workers, and live in no pool of anyio's.
         self._executor = ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix=THREAD_PREFIX
@@ -139,7 +149,7 @@ class JobScheduler:
                 raise RuntimeError("a stopped job scheduler cannot start again")
             if self._timer is not None:
                 return
-            now = time.monotonic()
+            now = self._clock()
             for slot in self._slots.values():
                 slot.next_due = now + jittered(slot.job.initial_delay, slot.job.jitter, self._rng)
             self._timer = threading.Thread(
@@ -206,7 +216,7 @@ class JobScheduler:
 
     def _tick(self) -> float:
         """[timer thread] Launch every due job; seconds until the next is due."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             if self._stopping.is_set():
                 return 0.0
