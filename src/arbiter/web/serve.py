@@ -15,9 +15,11 @@ from starlette.types import ASGIApp
 
 from arbiter.admin import settings_from_args
 from arbiter.web.app import create_app
+from arbiter.web.connection_limits import ConnectionLimits, protocol_class, raise_fd_limit
 from arbiter.web.settings import Settings, SettingsError
 
 BACKLOG = 16384
+DEFAULT_LIMITS = ConnectionLimits()
 
 
 def banner(settings: Settings) -> str:
@@ -54,19 +56,42 @@ def serve_command(args: argparse.Namespace) -> int:
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     print(banner(settings), flush=True)
-    server = uvicorn.Server(uvicorn_config(app, settings.host, settings.port, settings.log_level))
+    raise_fd_limit()
+    config = uvicorn_config(
+        app, settings.host, settings.port, settings.log_level, connection_limits(settings)
+    )
+    server = uvicorn.Server(config)
     server.run()
     return 0 if server.started else 1
 
 
-def uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str) -> uvicorn.Config:
-    """The one uvicorn setup (bench/ serves its raw-ASGI baseline with it too)."""
+def connection_limits(settings: Settings) -> ConnectionLimits:
+    return ConnectionLimits(
+        max_header_bytes=settings.max_header_bytes,
+        max_headers=settings.max_headers,
+        header_timeout=settings.header_timeout_seconds,
+        body_timeout=settings.body_timeout_seconds,
+        body_min_rate=settings.body_min_bytes_per_second,
+        max_connections=settings.max_connections,
+    )
+
+
+def uvicorn_config(
+    app: ASGIApp,
+    host: str,
+    port: int,
+    log_level: str,
+    limits: ConnectionLimits = DEFAULT_LIMITS,
+) -> uvicorn.Config:
+    """The one uvicorn setup (bench/ serves its raw-ASGI baseline with it too):
+    httptools under our connection limits (web/connection_limits.py)."""
     return uvicorn.Config(
         app,
         host=host,
         port=port,
         loop="uvloop",
-        http="httptools",
+        http=protocol_class(limits),
+        ws="none",  # no websocket routes: an Upgrade request is served as plain HTTP
         backlog=BACKLOG,
         timeout_keep_alive=75,  # longer than a worker's 30 s request timeout
         log_level=log_level,

@@ -41,6 +41,15 @@ class Settings:
     # Request bodies: the API and forms, and the larger limit for net uploads.
     max_body_bytes: int = 2 * 1024 * 1024
     max_upload_bytes: int = 200 * 1024 * 1024
+    # Connection limits (web/connection_limits.py): request head size and count
+    # (431 beyond), seconds to send the head, a body period and the rate that
+    # earns another, and open connections (0: the file-descriptor limit less 512).
+    max_header_bytes: int = 32 * 1024
+    max_headers: int = 100
+    header_timeout_seconds: int = 20
+    body_timeout_seconds: int = 30
+    body_min_bytes_per_second: int = 16 * 1024
+    max_connections: int = 0
     secret_key: str = ""  # empty: generated once and kept in data_dir
     session_days: int = 400  # remember-me lifetime, as the reference
     session_hours: int = 12  # lifetime of a session without remember-me
@@ -89,9 +98,12 @@ class Settings:
         if self.role not in ("primary", "secondary"):
             raise SettingsError(f"ARBITER_ROLE must be primary or secondary, not {self.role!r}")
         positive = ("port", "threadpool_tokens", "task_semaphore_size", "max_body_bytes")
-        for name in positive:
+        limits = ("max_header_bytes", "max_headers", "header_timeout_seconds")
+        for name in (*positive, *limits, "body_timeout_seconds", "body_min_bytes_per_second"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"ARBITER_{name.upper()} must be positive")
+        if self.max_connections < 0:
+            raise SettingsError("ARBITER_MAX_CONNECTIONS must be 0 (automatic) or positive")
         if self.task_semaphore_size >= self.threadpool_tokens:
             raise SettingsError("ARBITER_TASK_SEMAPHORE_SIZE must be below THREADPOOL_TOKENS")
         if not 0 <= self.task_semaphore_per_account <= self.task_semaphore_size:

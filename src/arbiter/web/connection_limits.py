@@ -1,0 +1,266 @@
+"""Limits on every connection uvicorn accepts, enforced in its httptools protocol.
+
+uvicorn's httptools protocol has no header limit (httptools buffers a header
+that never ends, copying it on every read) and no timer between a request's
+first byte and its last: a client that trickles is never closed. The app
+cannot help, since it is called only once the headers are complete. So
+`LimitedHttpToolsProtocol` subclasses uvicorn's protocol and adds:
+
+- header bytes (request target + header names and values) and header count:
+  431 beyond them;
+- time from a request's first byte to the end of its headers, and for its
+  body: closed beyond them (a body still arriving at the minimum rate gets
+  another period, so large uploads on slow links finish);
+- a cap on open connections: one more is answered with a JSON 503 and
+  Retry-After written on its transport, without the app.
+
+Per request it costs a few attribute updates; a timer is armed only when a
+read ends in the middle of a request's head or body, which a worker's request
+(one small write) almost never does, and idle keep-alive connections have none.
+
+[LOOP] Everything here runs on the event loop, inside uvicorn's protocol
+callbacks; nothing blocks.
+"""
+
+import asyncio
+import logging
+import resource
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+import msgspec
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+log = logging.getLogger(__name__)
+
+# File descriptors kept for what is not a client: database, files, logs.
+FD_RESERVE = 512
+RETRY_AFTER_SECONDS = 10
+# How long a refused connection may still send (and have it discarded) after
+# its reply: closing at once with unread bytes makes the kernel answer with a
+# reset, which can destroy the reply before the client reads it.
+LINGER_SECONDS = 2.0
+CAP_WARNING_EVERY = 60.0  # s between two "connection cap reached" warnings
+SHOWN_PATH_CHARS = 200
+
+# Where a connection is in its current request.
+IDLE, HEAD, BODY = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    max_header_bytes: int = 32 * 1024
+    max_headers: int = 100
+    header_timeout: float = 20.0
+    body_timeout: float = 30.0
+    body_min_rate: int = 16 * 1024  # bytes/s a body must keep up to get another period
+    max_connections: int = 0  # 0: the file-descriptor limit less FD_RESERVE
+
+    def effective_max_connections(self) -> int:
+        """The cap, never above what the file-descriptor limit allows."""
+        available = max(1, resource.getrlimit(resource.RLIMIT_NOFILE)[0] - FD_RESERVE)
+        return min(self.max_connections, available) if self.max_connections else available
+
+
+def raise_fd_limit() -> None:
+    """Lift the soft file-descriptor limit to the hard one: the connection cap, not
+    a distribution's default of 1,024, should be what turns clients away."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def protocol_class(limits: ConnectionLimits) -> type["LimitedHttpToolsProtocol"]:
+    """The protocol class for uvicorn.Config(http=...), bound to these limits."""
+
+    class BoundLimitedHttpToolsProtocol(LimitedHttpToolsProtocol):
+        pass
+
+    BoundLimitedHttpToolsProtocol.limits = limits
+    BoundLimitedHttpToolsProtocol.max_connections = limits.effective_max_connections()
+    return BoundLimitedHttpToolsProtocol
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def reply_bytes(
+    status: int, reason: str, error: str, duration: float, retry_after: int = 0
+) -> bytes:
+    """A whole JSON error reply ({"error", "duration"}) that closes the connection."""
+    body = _encode({"error": error, "duration": round(duration, 6)})
+    head = [
+        f"HTTP/1.1 {status} {reason}",
+        "content-type: application/json",
+        f"content-length: {len(body)}",
+        "x-content-type-options: nosniff",
+        "connection: close",
+    ]
+    if retry_after:
+        head.append(f"retry-after: {retry_after}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body
+
+
+def shown_path(target: bytes) -> str:
+    """The path of a request target as an error names it (never trusted, only shown)."""
+    path = target.split(b"?", 1)[0][:SHOWN_PATH_CHARS].decode("latin-1")
+    return path if path.startswith("/") else "/"
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the limits above (one instance a connection).
+
+    State lives in class-level defaults until a connection changes it, so an
+    idle connection costs no more memory than uvicorn's own protocol.
+    """
+
+    limits: ClassVar[ConnectionLimits] = ConnectionLimits()
+    max_connections: ClassVar[int] = 1 << 30
+    last_cap_warning: ClassVar[float] = float("-inf")
+
+    phase = IDLE
+    head_bytes = 0  # bytes read since the current request began, while in its head
+    period_body_bytes = 0  # body bytes read in the current body period
+    phase_timer: asyncio.TimerHandle | None = None
+    phase_started = 0.0
+    answered = False  # a reply was written here; the rest is discarded until close
+    turned_away = False  # over the cap: never served, never counted
+
+    # ------------------------------------------------------------ connections
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self.max_connections:
+            self.turn_away(transport)
+            return
+        super().connection_made(transport)
+
+    def turn_away(self, transport: asyncio.Transport) -> None:
+        """Over the cap: answer the request's first bytes with a 503 (its path is in
+        them), or close after LINGER_SECONDS if none come."""
+        self.transport = transport
+        self.turned_away = True
+        self.phase_started = self.loop.time()
+        self.phase_timer = self.loop.call_later(LINGER_SECONDS, transport.close)
+        now = self.loop.time()
+        if now - type(self).last_cap_warning >= CAP_WARNING_EVERY:
+            type(self).last_cap_warning = now
+            log.warning(
+                "%d connections open, the cap (ARBITER_MAX_CONNECTIONS): new ones get 503",
+                len(self.connections),
+            )
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.cancel_phase_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.answered:
+            return
+        if self.turned_away:
+            parts = data.split(b" ", 2)
+            path = shown_path(parts[1]) if len(parts) > 1 else "/"
+            error = f"{path}: too many connections, retry later"
+            self.answer(503, "Service Unavailable", error, RETRY_AFTER_SECONDS)
+            return
+        if self.phase == BODY:
+            self.period_body_bytes += len(data)
+        else:
+            self.head_bytes += len(data)
+        super().data_received(data)
+        if self.answered or self.phase == IDLE:
+            return
+        if self.phase == HEAD:
+            self.check_partial_head()
+        elif self.phase_timer is None:
+            self.start_phase_timer(self.limits.body_timeout, self.body_period_over)
+
+    # ------------------------------------------------------------ parser callbacks
+
+    def on_message_begin(self) -> None:
+        self.phase = HEAD
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        if self.answered:
+            return
+        if len(self.headers) > self.limits.max_headers or (
+            # head_bytes may count body bytes read with the head: check exactly
+            # only when it is over the limit.
+            self.head_bytes > self.limits.max_header_bytes
+            and self.exact_head_bytes() > self.limits.max_header_bytes
+        ):
+            self.refuse_head()
+            return
+        self.head_bytes = 0
+        self.phase = BODY
+        self.cancel_phase_timer()
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self.answered:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if self.answered:
+            return
+        self.phase = IDLE
+        self.cancel_phase_timer()
+        super().on_message_complete()
+
+    # ------------------------------------------------------------ limits
+
+    def exact_head_bytes(self) -> int:
+        return len(self.url) + sum(len(name) + len(value) for name, value in self.headers)
+
+    def check_partial_head(self) -> None:
+        """A read ended inside a request's head: refuse it if it is already too
+        large, else time it from its first byte."""
+        if (
+            self.head_bytes > self.limits.max_header_bytes
+            or len(self.headers) > self.limits.max_headers
+        ):
+            self.refuse_head()
+        elif self.phase_timer is None:
+            self.start_phase_timer(self.limits.header_timeout, self.head_too_slow)
+
+    def refuse_head(self) -> None:
+        limit = f"{self.limits.max_header_bytes} bytes in at most {self.limits.max_headers}"
+        error = f"{shown_path(self.url)}: request headers too large (the limit is {limit})"
+        self.answer(431, "Request Header Fields Too Large", error)
+
+    def head_too_slow(self) -> None:
+        self.phase_timer = None
+        log.debug("closed %s: request headers not complete in time", self.client)
+        self.transport.close()
+
+    def body_period_over(self) -> None:
+        """A body gets another period only while it arrives at the minimum rate."""
+        self.phase_timer = None
+        if self.period_body_bytes >= self.limits.body_min_rate * self.limits.body_timeout:
+            self.start_phase_timer(self.limits.body_timeout, self.body_period_over)
+            return
+        log.debug("closed %s: request body not delivered in time", self.client)
+        self.transport.close()
+
+    def answer(self, status: int, reason: str, error: str, retry_after: int = 0) -> None:
+        """Reply without the app, then close once the client has closed its side
+        (or after LINGER_SECONDS)."""
+        self.answered = True
+        duration = self.loop.time() - self.phase_started if self.phase_started else 0.0
+        self.cancel_phase_timer()
+        self.transport.write(reply_bytes(status, reason, error, duration, retry_after))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.phase_timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
+
+    def start_phase_timer(self, seconds: float, callback: Callable[[], None]) -> None:
+        self.phase_started = self.loop.time()
+        self.period_body_bytes = 0
+        self.phase_timer = self.loop.call_later(seconds, callback)
+
+    def cancel_phase_timer(self) -> None:
+        if self.phase_timer is not None:
+            self.phase_timer.cancel()
+            self.phase_timer = None
+            self.phase_started = 0.0

@@ -1,0 +1,267 @@
+"""Connection limits (web/connection_limits.py) on a real `arbiter serve` process,
+driven over raw sockets: oversized or endless headers, too many headers,
+trickled heads and bodies, and the cap on open connections. The limits act
+before any storage is touched, so SQLite alone is used."""
+
+import json
+import select
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arbiter.web.connection_limits import (
+    FD_RESERVE,
+    ConnectionLimits,
+    reply_bytes,
+    shown_path,
+)
+from arbiter.web.serve import connection_limits
+from arbiter.web.settings import Settings, SettingsError
+from tests.web.live_server import Server, start_server, stop
+
+SMALL_LIMITS = {
+    "ARBITER_MAX_HEADER_BYTES": "4096",
+    "ARBITER_MAX_HEADERS": "20",
+    "ARBITER_HEADER_TIMEOUT_SECONDS": "1",
+    "ARBITER_BODY_TIMEOUT_SECONDS": "1",
+    "ARBITER_BODY_MIN_BYTES_PER_SECOND": "1000",
+}
+GET = b"GET /api/active_runs HTTP/1.1\r\nhost: arbiter\r\n"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    running = start_server(tmp_path_factory.mktemp("limits") / "data", extra_env=SMALL_LIMITS)
+    yield running
+    stop(running)
+
+
+def connect(server: Server) -> socket.socket:
+    host, port = server.url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def read_until_closed(connection: socket.socket) -> bytes:
+    """Everything the server sends until it closes (a reset ends it too)."""
+    data = b""
+    try:
+        while chunk := connection.recv(65536):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return data
+
+
+def read_reply(connection: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """One reply, read byte by byte up to its head's end so that a pipelined
+    reply after it stays in the socket for the next call."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        byte = connection.recv(1)
+        assert byte, f"closed before a reply: {head!r}"
+        head += byte
+    lines = head.decode("latin-1").strip().split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    body = b""
+    while len(body) < int(headers.get("content-length", "0")):
+        body += connection.recv(int(headers["content-length"]) - len(body))
+    return int(lines[0].split(" ")[1]), headers, body
+
+
+def parse(raw: bytes) -> tuple[int, dict[str, str], dict[str, object]]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    return int(lines[0].split(" ")[1]), headers, json.loads(body)
+
+
+# ------------------------------------------------------------ pure parts
+
+
+def test_a_refusal_is_a_whole_json_reply_that_closes() -> None:
+    status, headers, body = parse(reply_bytes(503, "Service Unavailable", "/x: busy", 0.25, 10))
+    assert status == 503
+    assert headers["content-type"] == "application/json"
+    assert headers["retry-after"] == "10"
+    assert headers["connection"] == "close"
+    assert body == {"error": "/x: busy", "duration": 0.25}
+
+
+def test_the_shown_path_drops_the_query_and_is_bounded() -> None:
+    assert shown_path(b"/api/beat?x=1") == "/api/beat"
+    assert shown_path(b"*") == "/"
+    assert len(shown_path(b"/" + b"a" * 10_000)) == 200
+
+
+def test_the_cap_never_exceeds_the_descriptor_limit() -> None:
+    automatic = ConnectionLimits().effective_max_connections()
+    assert automatic > 0
+    assert ConnectionLimits(max_connections=10).effective_max_connections() == 10
+    huge = ConnectionLimits(max_connections=10**9).effective_max_connections()
+    assert huge == automatic
+    assert automatic + FD_RESERVE >= huge
+
+
+def test_each_limit_is_a_setting() -> None:
+    settings = Settings.from_env(SMALL_LIMITS)
+    assert connection_limits(settings) == ConnectionLimits(
+        max_header_bytes=4096,
+        max_headers=20,
+        header_timeout=1,
+        body_timeout=1,
+        body_min_rate=1000,
+        max_connections=0,
+    )
+    assert connection_limits(Settings()) == ConnectionLimits()
+
+
+@pytest.mark.parametrize("name", [*SMALL_LIMITS, "ARBITER_MAX_CONNECTIONS"])
+def test_a_limit_out_of_range_is_refused(name: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        Settings.from_env({name: "-1"})
+
+
+# ------------------------------------------------------------ headers
+
+
+def test_a_header_over_the_size_limit_gets_431(server: Server) -> None:
+    with connect(server) as connection:
+        connection.sendall(GET + b"x-big: " + b"a" * 5000 + b"\r\n\r\n")
+        status, headers, body = parse(read_until_closed(connection))
+    assert status == 431
+    assert headers["content-type"] == "application/json"
+    assert body["error"] == (
+        "/api/active_runs: request headers too large (the limit is 4096 bytes in at most 20)"
+    )
+    assert isinstance(body["duration"], float)
+
+
+def test_a_header_that_never_ends_gets_431_and_is_closed(server: Server) -> None:
+    with connect(server) as connection:
+        connection.sendall(GET + b"x-endless: ")
+        sent = 0
+        while sent < 10_000_000 and not select.select([connection], [], [], 0.001)[0]:
+            connection.sendall(b"a" * 1000)
+            sent += 1000
+        status, _, body = parse(read_until_closed(connection))
+    # answered once the limit was passed, give or take one read of the server's
+    assert sent < 300_000
+    assert status == 431
+    assert str(body["error"]).startswith("/api/active_runs: request headers too large")
+
+
+def test_too_many_headers_get_431(server: Server) -> None:
+    many = b"".join(b"x-h%d: 1\r\n" % index for index in range(25))
+    with connect(server) as connection:
+        connection.sendall(GET + many + b"\r\n")
+        status, _, body = parse(read_until_closed(connection))
+    assert status == 431
+    assert str(body["error"]).startswith("/api/active_runs: request headers too large")
+
+
+def test_headers_at_the_limits_are_served(server: Server) -> None:
+    some = b"".join(b"x-h%d: %s\r\n" % (index, b"a" * 100) for index in range(18))
+    with connect(server) as connection:
+        connection.sendall(GET + some + b"\r\n")
+        status, _, _ = read_reply(connection)
+    assert status == 200
+
+
+# ------------------------------------------------------------ slow clients
+
+
+def test_headers_sent_slowly_past_the_timeout_are_closed(server: Server) -> None:
+    with connect(server) as connection:
+        connection.sendall(GET)
+        started = time.monotonic()
+        try:
+            for line in range(20):
+                time.sleep(0.25)
+                connection.sendall(b"x-slow-%d: 1\r\n" % line)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert read_until_closed(connection) == b""
+        elapsed = time.monotonic() - started
+    assert 0.9 < elapsed < 4.0
+
+
+def test_a_body_that_stops_midway_is_closed(server: Server) -> None:
+    head = b"POST /api/request_version HTTP/1.1\r\nhost: arbiter\r\ncontent-length: 1000\r\n\r\n"
+    with connect(server) as connection:
+        started = time.monotonic()
+        connection.sendall(head + b'{"password": ')
+        reply = read_until_closed(connection)
+        elapsed = time.monotonic() - started
+    assert reply == b""
+    assert 0.9 < elapsed < 4.0
+
+
+def test_a_body_arriving_at_the_minimum_rate_is_not_cut(server: Server) -> None:
+    body = b"x" * 3000  # at 2,000 bytes/s over 1.5 s: twice the minimum rate
+    head = b"POST /api/request_version HTTP/1.1\r\nhost: arbiter\r\ncontent-length: 3000\r\n\r\n"
+    with connect(server) as connection:
+        connection.sendall(head)
+        for offset in range(0, len(body), 500):
+            time.sleep(0.25)
+            connection.sendall(body[offset : offset + 500])
+        status, headers, _ = read_reply(connection)
+    assert status == 400  # not JSON: answered by the app, not cut
+    assert headers["content-type"] == "application/json"
+
+
+def test_an_idle_keep_alive_connection_outlives_the_header_timeout(server: Server) -> None:
+    with connect(server) as connection:
+        for _ in range(3):
+            connection.sendall(GET + b"\r\n")
+            status, headers, _ = read_reply(connection)
+            assert status == 200
+            assert headers.get("connection") != "close"
+            time.sleep(1.5)
+
+
+def test_pipelined_requests_are_all_served(server: Server) -> None:
+    with connect(server) as connection:
+        connection.sendall((GET + b"\r\n") * 3)
+        assert [read_reply(connection)[0] for _ in range(3)] == [200, 200, 200]
+
+
+# ------------------------------------------------------------ the connection cap
+
+
+@pytest.fixture
+def capped_server(tmp_path: Path) -> Iterator[Server]:
+    running = start_server(tmp_path / "data", extra_env={"ARBITER_MAX_CONNECTIONS": "4"})
+    yield running
+    stop(running)
+
+
+def test_connections_over_the_cap_get_a_json_503_at_once(capped_server: Server) -> None:
+    held = [connect(capped_server) for _ in range(4)]
+    try:
+        for connection in held:  # each one served, so each one counted
+            connection.sendall(GET + b"\r\n")
+            assert read_reply(connection)[0] == 200
+        with connect(capped_server) as extra:
+            started = time.monotonic()
+            extra.sendall(GET + b"\r\n")
+            status, headers, body = parse(read_until_closed(extra))
+            elapsed = time.monotonic() - started
+        assert status == 503
+        assert headers["retry-after"] == "10"
+        assert headers["content-type"] == "application/json"
+        assert body["error"] == "/api/active_runs: too many connections, retry later"
+        assert elapsed < 1.0
+        held.pop().close()
+        time.sleep(0.2)
+        with connect(capped_server) as again:
+            again.sendall(GET + b"\r\n")
+            assert read_reply(again)[0] == 200
+    finally:
+        for connection in held:
+            connection.close()
