@@ -1,6 +1,7 @@
 """`arbiter worker` as a person starts it: flags, the saved configuration,
 the credentials check against a real server, one worker per directory."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,45 @@ def test_bad_credentials_give_a_clear_message(accounts: Accounts, tmp_path: Path
         done = worker("--data-dir", data, "--token", "arb_not-a-token")
         assert done.returncode == 1
         assert "refused the credentials" in done.stderr
+
+
+def test_a_token_file_open_to_others_is_refused_and_its_path_is_saved(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("arb_secret-in-a-file\n")
+    token.chmod(0o644)
+    data = tmp_path / "worker"
+    done = worker("--data-dir", str(data), "--server", "http://127.0.0.1:9",
+                  "--username", "alice", "--token-file", str(token))  # fmt: skip
+    assert done.returncode == 2
+    assert f"{token} has mode 0644" in done.stderr
+    assert f"chmod 600 {token}" in done.stderr
+    saved = (data / "worker.ini").read_text()
+    assert f"token_file = {token}" in saved
+    assert "arb_secret-in-a-file" not in saved
+    done = worker("--data-dir", str(data), "--password", "x", "--concurrency", "0")
+    assert done.returncode == 2  # stopped by the concurrency; the password replaced the file
+    saved = (data / "worker.ini").read_text()
+    assert "token_file = \n" in saved
+    assert "password = x" in saved
+
+
+def test_the_token_may_come_from_a_file_or_the_environment(
+    accounts: Accounts, tmp_path: Path
+) -> None:
+    """Neither way puts the token on the command line (which `ps` shows)."""
+    token = tmp_path / "token"
+    token.write_text(accounts.alice + "\n")
+    token.chmod(0o600)
+    with arena(accounts, tmp_path) as place:
+        data = str(tmp_path / "worker")
+        start = ["--data-dir", data, "--server", place.server.url, "--username", "alice"]
+        done = worker(*start, "--token-file", str(token), "--fleet")
+        assert done.returncode == 0, done.stderr  # no work: a fleet worker exits
+        assert accounts.alice not in (tmp_path / "worker" / "worker.ini").read_text()
+        # A wrong saved password; the environment's token is used instead.
+        refused = worker("--data-dir", data, "--password", "wrong")
+        assert "refused the credentials" in refused.stderr
+        env = {**os.environ, "ARBITER_WORKER_TOKEN": accounts.alice}
+        done = subprocess.run([*WORKER, "--data-dir", data], env=env, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr

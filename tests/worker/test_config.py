@@ -95,3 +95,49 @@ def test_a_broken_file_is_reported(tmp_path: Path) -> None:
     (tmp_path / "worker.ini").write_text("this is not [ini")
     with pytest.raises(ConfigError, match="not a valid configuration file"):
         read_file(tmp_path / "worker.ini")
+
+
+def token_file(tmp_path: Path, text: str = "arb_from-a-file\n", mode: int = 0o600) -> Path:
+    path = tmp_path / "token"
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o400])
+def test_a_token_file_is_read_when_only_its_owner_can(tmp_path: Path, mode: int) -> None:
+    path = token_file(tmp_path, mode=mode)
+    config, _ = configured(tmp_path, password="", token_file=str(path))
+    assert config.password == "arb_from-a-file"  # without the newline
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660])
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path, mode: int) -> None:
+    path = token_file(tmp_path, mode=mode)
+    with pytest.raises(ConfigError, match=f"mode {mode:04o}.*0600 or stricter.*chmod 600"):
+        configured(tmp_path, token_file=str(path))
+
+
+def test_a_missing_or_empty_token_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"token_file: cannot read .*missing"):
+        configured(tmp_path, token_file=str(tmp_path / "missing"))
+    empty = token_file(tmp_path, text="\n")
+    with pytest.raises(ConfigError, match=r"token_file: .* is empty"):
+        configured(tmp_path, token_file=str(empty))
+
+
+def test_a_token_from_the_environment_comes_before_the_saved_credentials(tmp_path: Path) -> None:
+    path = token_file(tmp_path)
+    parser = read_file(tmp_path / "worker.ini")
+    apply_flags(parser, {**GOOD, "token_file": str(path)})
+    config, _ = resolve(parser, MACHINE, tmp_path, env_token=" arb_from-env\n")
+    assert config.password == "arb_from-env"
+    config, _ = resolve(parser, MACHINE, tmp_path)  # the file, then the saved password
+    assert config.password == "arb_from-a-file"
+
+
+def test_without_any_credential_every_way_to_give_one_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        configured(tmp_path, password="")
+    for way in ("--password", "--token", "--token-file", "ARBITER_WORKER_TOKEN"):
+        assert way in str(raised.value)

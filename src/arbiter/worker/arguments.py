@@ -11,6 +11,8 @@ CONFIG_NAME = "worker.ini"
 DEFAULT_DATA_DIR = "arbiter-worker"
 DEFAULT_CONCURRENCY = "max(1,min(3,MAX-1))"
 DEFAULT_MAX_MEMORY = "MAX/2"
+# The environment variable a token may come from (never saved).
+TOKEN_VARIABLE = "ARBITER_WORKER_TOKEN"  # noqa: S105 - a name, not a secret
 
 
 def add_worker_parser(commands: Any) -> None:
@@ -28,6 +30,12 @@ def add_worker_parser(commands: Any) -> None:
     secret.add_argument("--password", metavar="PASSWORD", help="your account password")
     secret.add_argument(
         "--token", metavar="TOKEN", help="a worker token (arbiter users token, or your profile)"
+    )
+    secret.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the worker token from this file (mode 0600 or stricter), so it is not "
+        f"seen in the process list; or set {TOKEN_VARIABLE}",
     )
     worker.add_argument(
         "--concurrency",

@@ -8,12 +8,13 @@ check the credentials with request_version, then hand over to the main loop.
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
 
-from arbiter.worker.arguments import CONFIG_NAME
+from arbiter.worker.arguments import CONFIG_NAME, TOKEN_VARIABLE
 from arbiter.worker.client import ApiClient
 from arbiter.worker.config import (
     DEFAULT_DATA_DIR,
@@ -40,6 +41,7 @@ STORED_FLAGS = {
     "username": "username",
     "password": "password",
     "token": "password",
+    "token_file": "token_file",
     "concurrency": "concurrency",
     "max_memory": "max_memory",
     "min_threads": "min_threads",
@@ -69,7 +71,20 @@ def _flags(args: argparse.Namespace) -> dict[str, str | None]:
             value = "true" if value else "false"
         if value is not None:
             flags[key] = str(value)
+    # One saved credential at a time: a token file replaces a saved secret (which
+    # then leaves worker.ini), and a password or token replaces a token file.
+    if args.token_file is not None:
+        flags["token_file"] = str(Path(args.token_file).absolute())
+        flags["password"] = ""
+    elif "password" in flags:
+        flags["token_file"] = ""
     return flags
+
+
+def _env_token(args: argparse.Namespace) -> str:
+    """ARBITER_WORKER_TOKEN, unless a credential was given on the command line."""
+    given = (args.password, args.token, args.token_file)
+    return "" if any(value is not None for value in given) else os.environ.get(TOKEN_VARIABLE, "")
 
 
 def _start(args: argparse.Namespace, data_dir: Path) -> int:
@@ -77,7 +92,7 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
     parser = read_file(config_path)
     apply_flags(parser, _flags(args))
     write_file(config_path, parser)
-    config, notes = resolve(parser, this_machine(), data_dir)
+    config, notes = resolve(parser, this_machine(), data_dir, env_token=_env_token(args))
     status = StatusLine()
     setup_logging(data_dir, status)
     for note in notes:

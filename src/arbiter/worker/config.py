@@ -2,7 +2,9 @@
 
 Flags given once are written to the file, so the next start needs none
 (`arbiter worker` alone). The file holds the password or token, so it is
-created readable by its owner only. `resolve` turns the file's text into one
+created readable by its owner only. A token may instead come from a file of
+its own (`--token-file`, whose path is saved) or from ARBITER_WORKER_TOKEN
+(never saved), so it is not seen in the process list. `resolve` turns the file's text into one
 frozen `WorkerConfig`, or a ConfigError naming the setting to fix.
 """
 
@@ -10,6 +12,7 @@ import configparser
 import os
 import random
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +20,12 @@ from urllib.parse import urlsplit
 
 from arbiter.protocol.messages import USERNAME_PATTERN
 from arbiter.stats.scheduling import max_concurrency_for_memory
-from arbiter.worker.arguments import CONFIG_NAME, DEFAULT_CONCURRENCY, DEFAULT_MAX_MEMORY
+from arbiter.worker.arguments import (
+    CONFIG_NAME,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_MEMORY,
+    TOKEN_VARIABLE,
+)
 from arbiter.worker.arguments import DEFAULT_DATA_DIR as DEFAULT_DATA_DIR_NAME
 from arbiter.worker.errors import ConfigError
 from arbiter.worker.expressions import evaluate
@@ -33,6 +41,7 @@ _PREFIX = re.compile(r"[0-9a-zA-Z]{2,8}")
 SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("login", "username", ""),
     ("login", "password", ""),
+    ("login", "token_file", ""),
     ("parameters", "server", ""),
     ("parameters", "concurrency", DEFAULT_CONCURRENCY),
     ("parameters", "max_memory", DEFAULT_MAX_MEMORY),
@@ -98,16 +107,15 @@ def write_file(path: Path, parser: configparser.ConfigParser) -> None:
 
 
 def resolve(
-    parser: configparser.ConfigParser, machine: Machine, data_dir: Path
+    parser: configparser.ConfigParser, machine: Machine, data_dir: Path, *, env_token: str = ""
 ) -> tuple[WorkerConfig, list[str]]:
-    """The configuration to run with, and notes worth logging (a clamped concurrency)."""
+    """The configuration to run with, and notes worth logging (a clamped concurrency).
+    `env_token`: a token from the environment, used instead of the saved credential."""
     get = parser.get
     username = get("login", "username").strip()
     if not re.fullmatch(USERNAME_PATTERN, username):
         raise ConfigError("username: give --username (letters and digits, at least 2)")
-    password = get("login", "password")
-    if not password:
-        raise ConfigError("password: give --password or --token")
+    password = _credential(parser, env_token)
     notes: list[str] = []
     concurrency = _concurrency(get("parameters", "concurrency"), machine.cpus)
     max_memory = _max_memory(get("parameters", "max_memory"), machine.memory_mib)
@@ -130,6 +138,40 @@ def resolve(
         data_dir=data_dir,
     )
     return config, notes
+
+
+def _credential(parser: configparser.ConfigParser, env_token: str) -> str:
+    """The secret sent as `password`: the environment's token, else the token
+    file's, else the saved password or token."""
+    if env_token.strip():
+        return env_token.strip()
+    token_file = parser.get("login", "token_file").strip()
+    if token_file:
+        return read_token_file(Path(token_file))
+    password = parser.get("login", "password")
+    if not password:
+        raise ConfigError(
+            f"password: give --password, --token or --token-file, or set {TOKEN_VARIABLE}"
+        )
+    return password
+
+
+def read_token_file(path: Path) -> str:
+    """The token in `path`, refused when others may read or change the file."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            raise ConfigError(
+                f"token_file: {path} has mode {mode:04o}, so other users can read it;"
+                f" it must be 0600 or stricter (chmod 600 {path})"
+            )
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise ConfigError(f"token_file: cannot read {path}: {reason}") from None
+    if not token:
+        raise ConfigError(f"token_file: {path} is empty")
+    return token
 
 
 def _server(text: str) -> str:
