@@ -37,9 +37,10 @@ log = logging.getLogger(__name__)
 # File descriptors kept for what is not a client: database, files, logs.
 FD_RESERVE = 512
 RETRY_AFTER_SECONDS = 10
-# How long a refused connection may still send (and have it discarded) after
-# its reply: closing at once with unread bytes makes the kernel answer with a
-# reset, which can destroy the reply before the client reads it.
+# How long a refused connection stays open after its reply (and a half-close):
+# closing at once with unread bytes makes the kernel answer with a reset, which
+# can destroy the reply before the client reads it. Nothing more is read from
+# it meanwhile, so a client that goes on sending costs no CPU.
 LINGER_SECONDS = 2.0
 CAP_WARNING_EVERY = 60.0  # s between two "connection cap reached" warnings
 SHOWN_PATH_CHARS = 200
@@ -124,7 +125,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     period_body_bytes = 0  # body bytes read in the current body period
     phase_timer: asyncio.TimerHandle | None = None
     phase_started = 0.0
-    answered = False  # a reply was written here; the rest is discarded until close
+    answered = False  # a reply was written here; nothing more is read or served
     turned_away = False  # over the cap: never served, never counted
 
     # ------------------------------------------------------------ connections
@@ -244,14 +245,19 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
     def answer(self, status: int, reason: str, error: str, retry_after: int = 0) -> None:
-        """Reply without the app, then close once the client has closed its side
-        (or after LINGER_SECONDS)."""
+        """Reply without the app, half-close, stop reading, and close after
+        LINGER_SECONDS."""
         self.answered = True
         duration = self.loop.time() - self.phase_started if self.phase_started else 0.0
         self.cancel_phase_timer()
         self.transport.write(reply_bytes(status, reason, error, duration, retry_after))
         if self.transport.can_write_eof():
             self.transport.write_eof()
+        self.transport.pause_reading()
+        # The parser may hold the part of a header it has read (up to a read
+        # past the limit); nothing is parsed any more, so let it go now. A
+        # parser running this callback keeps itself alive until it returns.
+        self.parser = None  # type: ignore[assignment]
         self.phase_timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
 
     def start_phase_timer(self, seconds: float, callback: Callable[[], None]) -> None:
