@@ -28,6 +28,7 @@ from arbiter.domain.runs.scheduler import TOO_BUSY
 from arbiter.domain.workers import WorkerBlocks
 from arbiter.protocol import WORKER_PATHS, WORKER_VERSION
 from arbiter.protocol.messages import Stats
+from arbiter.web.worker_api import OVER_SHARE_PAUSE
 from tests.domain.runs.support import pairs
 from tests.web.api_support import (
     PGN,
@@ -579,13 +580,15 @@ def test_a_full_admission_gate_is_too_busy_at_once(api: TestClient, task: tuple[
             gate.release()
     assert status == 200
     assert reply == {"task_waiting": False, "info": TOO_BUSY, "duration": reply["duration"]}
+    assert reply["duration"] < OVER_SHARE_PAUSE  # a full gate is no account's fault
 
 
 def test_an_account_beyond_its_share_of_the_gate_is_too_busy(
     api: TestClient, task: tuple[str, int]
 ) -> None:
     """By default one account holds at most half the gate's places (at least one);
-    its next call is told "too busy" as a full gate's is, and others still get in."""
+    its next call is told "too busy" as a full gate's is, after a pause that slows
+    a flood down, and others still get in."""
     size = state(api).settings.task_semaphore_size
     scheduler = state(api).runs.scheduler
     alice = user(api, "alice")
@@ -598,6 +601,7 @@ def test_an_account_beyond_its_share_of_the_gate_is_too_busy(
             status, reply = post(api, "/api/request_task", worker_body(key="efgh"))
         assert status == 200
         assert reply == {"task_waiting": False, "info": TOO_BUSY, "duration": reply["duration"]}
+        assert reply["duration"] >= OVER_SHARE_PAUSE
         add_user(api, "bob")
         assert "task_id" in take_task(api, "bob", key="ijkl")
     finally:

@@ -6,6 +6,7 @@ Each handler decodes the body on the event loop, then makes its service calls
 off the primary.
 """
 
+import asyncio
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -28,6 +29,7 @@ from arbiter.web.api import app_state, authenticated_worker
 from arbiter.web.jsonio import json_reply, read_body
 
 MAX_LOG_MESSAGE = 5120
+OVER_SHARE_PAUSE = 1.0  # s before "too busy" to an account holding its share of the gate
 
 
 def remote_address(request: Request) -> str:
@@ -38,7 +40,12 @@ async def request_task(request: Request) -> Response:
     body = await read_body(request, RequestTaskRequest)
     user = await authenticated_worker(request, body)
     scheduler = app_state(request).runs.scheduler
-    if not scheduler.admit(user):  # full, or this account holds its share
+    if not scheduler.admit(user):
+        if scheduler.holds_share(user):
+            # An account past its share is flooding: its "too busy" comes after a
+            # pause (no thread held), so a client that re-sends at once makes a
+            # few calls a second instead of taking the event loop from the fleet.
+            await asyncio.sleep(OVER_SHARE_PAUSE)
         return json_reply(request, too_busy())
     # Answered by the scheduling thread (which gives the gate's place back);
     # waiting holds no threadpool thread.

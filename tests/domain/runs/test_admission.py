@@ -93,3 +93,15 @@ def test_concurrent_callers_never_exceed_the_share_or_the_gate() -> None:
     # the flood cannot take.
     assert refused_others == 0
     assert gate.held_by("flood") == 0
+
+
+def test_holds_share_tells_an_accounts_refusal_from_a_full_gate() -> None:
+    gate = AdmissionGate(threading.Semaphore(3), per_account=2)
+    assert gate.enter("flood")
+    assert not gate.holds_share("flood")
+    assert gate.enter("Flood")
+    assert gate.holds_share("FLOOD")  # its next call is refused for its share
+    assert gate.enter("alice")
+    assert not gate.enter("alice")  # the gate is full: not alice's doing
+    assert not gate.holds_share("alice")
+    assert not AdmissionGate(threading.Semaphore(1), per_account=None).holds_share("x")

@@ -52,6 +52,13 @@ class AdmissionGate:
                 self._held[key] = left
         self._places.release()
 
+    def holds_share(self, account: str) -> bool:
+        """Whether `account` holds every place it may (so its next call is refused)."""
+        with self._lock:
+            return (
+                self._per_account is not None and self._held[account.lower()] >= self._per_account
+            )
+
     def held_by(self, account: str) -> int:
         """How many places `account` holds now."""
         with self._lock:

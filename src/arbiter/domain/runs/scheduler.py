@@ -169,6 +169,11 @@ class TaskScheduler:
         that is refused is answered at once."""
         return self._gate.enter(user.username)
 
+    def holds_share(self, user: User) -> bool:
+        """Whether `user`'s account holds all the gate places it may: a caller it
+        refused was refused for that, not because the whole gate was full."""
+        return self._gate.holds_share(user.username)
+
     def assign_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """request_task for a caller let in by `admit`: blocks until the scheduling
         thread has answered (not for the event loop)."""
