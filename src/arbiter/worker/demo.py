@@ -5,29 +5,35 @@ approver, makes the sample engine repository (two branches around Debian's
 Stockfish, one stronger), submits and approves a short SPRT, runs a worker
 until the test is decided, and leaves the server up so the result can be
 looked at in a browser. Everything runs as real processes (`python -m
-arbiter ...`), exactly as a person would start them.
+arbiter ...`), exactly as a person would start them. SIGTERM stops it as
+Ctrl-C does: the worker and the server are stopped, and with --exit a
+temporary directory of its own is removed.
 """
 
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import httpx2 as httpx
 
 from arbiter.protocol.books import SHIPPED_BOOK
+from arbiter.worker.arguments import TOKEN_VARIABLE
 from arbiter.worker.sample_engine import find_stockfish, make_sample_repo
 
 ARBITER = (sys.executable, "-m", "arbiter")
 START_SECONDS = 60.0
 SPRT = {"elo0": 0.0, "elo1": 50.0}  # wide bounds: decided within a minute
 TC = "10+0.1"  # shown on the dashboard; the sample engine searches fixed nodes anyway
+STOP_SECONDS = 15.0  # a child asked to stop gets this long before it is killed
 
 
 def run_demo(*, port: int | None, directory: str | None, exit_when_done: bool) -> int:
@@ -37,31 +43,60 @@ def run_demo(*, port: int | None, directory: str | None, exit_when_done: bool) -
         needs = ", ".join([*missing, *([] if real else ["stockfish"])])
         print(f"arbiter demo needs {needs}: apt-get install {needs}", file=sys.stderr)
         return 1
+    temporary = directory is None
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="arbiter-demo-"))
     root = root.absolute()
-    root.mkdir(parents=True, exist_ok=True)
-    _say(f"Demo files in {root}")
+    signal.signal(signal.SIGTERM, _interrupt)  # stopped as Ctrl-C stops it
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        _say(f"Demo files in {root}")
+        _demo(root, real, port, exit_when_done)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if temporary and exit_when_done:
+            shutil.rmtree(root, ignore_errors=True)
+            _say(f"Removed {root}")
+    return 0
+
+
+def _interrupt(_number: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _demo(root: Path, real: str, port: int | None, exit_when_done: bool) -> None:
     data = root / "server"
-    tokens = {"demo": _account(data, "demo"), "approver": _account(data, "approver", approver=True)}
+    demo, approver = _account(data, "demo"), _account(data, "approver", approver=True)
     server, url = _start_server(data, port or _free_port(), root / "server.log")
     try:
+        _say(f"Accounts (log in at {url}/login):")
+        _say(f"  demo      password {demo[0]}")
+        _say(f"  approver  password {approver[0]}  (an approver)")
         repo = make_sample_repo(root / "engine-repo", real)
         _say(f"Sample engine repository: {repo.url} ({repo.base_branch} vs {repo.new_branch})")
-        run_id = _submit(url, tokens["demo"], tokens["approver"], repo.url)
+        run_id = _submit(url, demo[1], approver[1], repo.url)
         _say(f"SPRT {SPRT} at {TC}, submitted by 'demo' and approved by 'approver'.")
         _say(f"Watch it at  {url}/tests/view/{run_id}")
         _say("Starting a worker (its log: worker/worker.log); it exits when the test is done.\n")
-        _run_worker(url, tokens["demo"], root / "worker")
+        _run_worker(url, demo[1], root / "worker")
         _summary(url, run_id)
         if not exit_when_done:
             _say(f"\nThe server keeps running at {url}/tests/view/{run_id} ; Ctrl-C to stop it.")
             server.wait()
-    except KeyboardInterrupt:
-        pass
     finally:
-        server.terminate()
-        server.wait(15)
-    return 0
+        _stop(server)
+
+
+def _stop(process: "subprocess.Popen[bytes]") -> None:
+    """Ask a child to stop (SIGTERM), kill it if it has not within STOP_SECONDS."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _say(text: str) -> None:
@@ -84,12 +119,14 @@ def _arbiter(*args: str, stdin: str = "") -> str:
     return done.stdout.strip()
 
 
-def _account(data: Path, name: str, *, approver: bool = False) -> str:
-    """Create an account with a random password; a worker token for it."""
+def _account(data: Path, name: str, *, approver: bool = False) -> tuple[str, str]:
+    """Create an account with a random password: (its password, a worker token)."""
     flags = ["--approver"] if approver else []
+    password = secrets.token_urlsafe(12)
     _arbiter("users", "create", name, "--password-stdin", *flags, "--data-dir", str(data),
-             stdin=secrets.token_urlsafe(24) + "\n")  # fmt: skip
-    return _arbiter("users", "token", name, "--label", "demo", "--data-dir", str(data))
+             stdin=password + "\n")  # fmt: skip
+    token = _arbiter("users", "token", name, "--label", "demo", "--data-dir", str(data))
+    return password, token
 
 
 def _start_server(data: Path, port: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -139,16 +176,22 @@ def _bearer(token: str) -> dict[str, str]:
 
 
 def _run_worker(url: str, token: str, directory: Path) -> None:
+    """The worker until the test is decided; its token goes through the
+    environment, not the command line (which `ps` shows)."""
     args = [
         *ARBITER,
         "worker",
         "--server", url,
         "--username", "demo",
-        "--token", token,
         "--data-dir", str(directory),
         "--fleet",
     ]  # fmt: skip
-    subprocess.run(args, check=False, env={**os.environ})  # noqa: S603 - our own command
+    env = {**os.environ, TOKEN_VARIABLE: token}
+    worker = subprocess.Popen(args, env=env)  # noqa: S603 - our own command
+    try:
+        worker.wait()
+    finally:
+        _stop(worker)
 
 
 def _summary(url: str, run_id: str) -> None:
