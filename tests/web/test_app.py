@@ -46,6 +46,15 @@ def test_settings_from_environment() -> None:
         Settings.from_env({"ARBITER_ROLE": "leader"})
 
 
+def test_the_gate_share_per_account_is_read_and_bounded_by_the_gate() -> None:
+    assert Settings.from_env({}).task_semaphore_per_account == 0  # half the gate
+    parsed = Settings.from_env({"ARBITER_TASK_SEMAPHORE_PER_ACCOUNT": "5"})
+    assert parsed.task_semaphore_per_account == TASK_SEMAPHORE_SIZE
+    for bad in ("-1", "6"):
+        with pytest.raises(SettingsError, match="ARBITER_TASK_SEMAPHORE_PER_ACCOUNT"):
+            Settings.from_env({"ARBITER_TASK_SEMAPHORE_PER_ACCOUNT": bad})
+
+
 def test_postgres_urls_select_psycopg() -> None:
     parsed = Settings.from_env({"ARBITER_DATABASE_URL": "postgresql://u@h/db"})
     assert parsed.resolved_database_url == "postgresql+psycopg://u@h/db"
