@@ -60,6 +60,19 @@ def test_others_may_not(blocks: WorkerBlocks, storage: Storage) -> None:
         blocks.set_blocked(bob, NAME, blocked=True, message="")
 
 
+def test_the_owner_is_the_account_in_any_spelling(blocks: WorkerBlocks, storage: Storage) -> None:
+    alice = make_user(storage, "alice")
+    assert may_change(alice, "ALICE-4cores-abcd")
+    blocks.set_blocked(alice, "Alice-4cores-abcd", blocked=True, message="hot")
+    # Stored under the account's own spelling, seen under any other.
+    assert [w.name for w in blocks.blocked()] == [NAME]
+    assert blocks.status("ALICE-4cores-abcd").blocked
+    blocked = BlockedMachines(storage, clock=Clock(0.0))
+    assert blocked.message("ALICE-4cores-abcd") == "hot"
+    assert blocked.message(NAME) == "hot"
+    assert blocked.message("ALICE-4cores-efgh") is None
+
+
 def test_bad_names_and_long_messages_are_refused(blocks: WorkerBlocks, storage: Storage) -> None:
     alice = make_user(storage, "alice")
     with pytest.raises(NotFound):

@@ -21,6 +21,17 @@ def check_username(username: str) -> str:
     return username
 
 
+def username_key(username: str) -> str:
+    """The form in which every spelling of one account's name is the same ("Alice",
+    "ALICE", "alice"): how names are looked up, and how anything counted or owned
+    under a name is compared."""
+    return username.casefold()
+
+
+def same_username(first: str, second: str) -> bool:
+    return username_key(first) == username_key(second)
+
+
 def check_email(email: str) -> str:
     email = email.strip()
     if len(email) > MAX_EMAIL or not EMAIL.fullmatch(email):

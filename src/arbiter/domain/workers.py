@@ -3,7 +3,9 @@
 A machine is named by its short worker name (`alice-8cores-a1b2c3d4`); a
 blocked one is refused work by the scheduler with the message given here.
 Its owner (the user the name starts with) or an approver may change it; each
-change writes a `block_worker` action in the same transaction.
+change writes a `block_worker` action in the same transaction. The owner's
+part of a name matches in any case, as account names do: a block is stored
+under the account's own spelling and holds against every other.
 Runs in the threadpool.
 """
 
@@ -15,8 +17,9 @@ from dataclasses import dataclass
 from arbiter.domain import actions
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
+from arbiter.domain.profile_fields import same_username, username_key
 from arbiter.protocol.workers import is_short_worker_name
-from arbiter.storage import Storage
+from arbiter.storage import Storage, Tx
 from arbiter.storage.records import WorkerBlockRecord
 
 MAX_BLOCK_MESSAGE = 500
@@ -36,8 +39,25 @@ def owner_of(worker_name: str) -> str:
     return worker_name.split("-", 1)[0]
 
 
+def machine_key(worker_name: str) -> str:
+    """The name with its owner's part case-folded: one machine however its
+    account's name is spelled."""
+    owner, _, rest = worker_name.partition("-")
+    return f"{username_key(owner)}-{rest}"
+
+
 def may_change(user: User | None, worker_name: str) -> bool:
-    return user is not None and (user.is_approver or user.username == owner_of(worker_name))
+    if user is None:
+        return False
+    return user.is_approver or same_username(user.username, owner_of(worker_name))
+
+
+def _spelled_as_account(tx: Tx, worker_name: str) -> str:
+    """The name with its owner's part as the account spells it (unchanged when no
+    such account exists)."""
+    owner, _, rest = worker_name.partition("-")
+    account = tx.users.get_by_key(owner)
+    return worker_name if account is None else f"{account.username}-{rest}"
 
 
 class BlockedMachines:
@@ -69,9 +89,11 @@ class BlockedMachines:
             if self._read_at is None or now - self._read_at >= self._refresh_seconds:
                 with self._storage.read() as tx:
                     records = tx.worker_blocks.list_blocked()
-                self._messages = {record.worker_name: record.message for record in records}
+                self._messages = {
+                    machine_key(record.worker_name): record.message for record in records
+                }
                 self._read_at = now
-            return self._messages.get(worker_name)
+            return self._messages.get(machine_key(worker_name))
 
     def forget(self) -> None:
         with self._lock:
@@ -93,6 +115,7 @@ class WorkerBlocks:
     def status(self, worker_name: str) -> WorkerStatus:
         _check_name(worker_name)
         with self._storage.read() as tx:
+            worker_name = _spelled_as_account(tx, worker_name)
             record = tx.worker_blocks.get(worker_name)
         return _status(worker_name, record)
 
@@ -112,6 +135,7 @@ class WorkerBlocks:
             raise ValidationError("message", f"is longer than {MAX_BLOCK_MESSAGE} characters")
         now = self._clock()
         with self._storage.write() as tx:
+            worker_name = _spelled_as_account(tx, worker_name)
             tx.worker_blocks.set(worker_name, blocked=blocked, message=message, at=now)
             verb = "blocked" if blocked else "unblocked"
             actions.record(

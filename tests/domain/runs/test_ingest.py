@@ -83,6 +83,20 @@ def test_other_workers_task_is_a_bad_request(runs: Runs, started: tuple[str, int
         runs.ingest.update_task(worker(), "0" * 24, 0, pairs(dd=1))
 
 
+def test_a_task_belongs_to_its_account_in_any_spelling(
+    runs: Runs, alice: User, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    reply = runs.ingest.update_task(worker("ALICE"), run_id, task_id, pairs(dd=1))
+    assert reply == {"task_alive": True}
+    with pytest.raises(BadRequest, match="Invalid unique_key"):
+        runs.ingest.update_task(worker("bob"), run_id, task_id, pairs(dd=1))
+    runs.lifecycle.stop(alice, run_id)  # then answered from storage
+    assert runs.ingest.beat(worker("Alice"), run_id, task_id)["task_alive"] is False
+    with pytest.raises(BadRequest, match="Invalid unique_key"):
+        runs.ingest.beat(worker("bob"), run_id, task_id)
+
+
 def test_completed_task_is_no_longer_alive(runs: Runs, started: tuple[str, int]) -> None:
     run_id, task_id = started
     state = runs.context.registry.get(run_id)

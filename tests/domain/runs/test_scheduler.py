@@ -192,6 +192,17 @@ def test_machine_limit_per_address(runs: Runs, alice: User, root: User, repo_url
     assert "task_id" in runs.scheduler.request_task(worker(key="else"), alice, "8.8.8.8")
 
 
+def test_the_machine_limit_counts_every_spelling_of_the_name(
+    runs: Runs, alice: User, root: User, repo_url: str
+) -> None:
+    approved_run(runs, alice, root, repo_url, num_games=100000)
+    for i in range(alice.machine_limit):
+        spelling = ("alice", "ALICE", "Alice")[i % 3]
+        take_task(runs, alice, worker(spelling, key=f"m{i:03d}"), addr="9.9.9.9")
+    reply = runs.scheduler.request_task(worker("ALICE", key="last"), alice, "9.9.9.9")
+    assert reply["error"] == "Machine limit reached for user alice."
+
+
 def test_arch_filter_and_compiler_pin(runs: Runs, alice: User, root: User, repo_url: str) -> None:
     approved_run(runs, alice, root, repo_url, arch_filter="avx2", compiler="clang++")
     reply = runs.scheduler.request_task(worker(), alice, "1.1.1.1")

@@ -17,6 +17,7 @@ from typing import Any
 
 from arbiter.domain import actions
 from arbiter.domain.errors import BadRequest, Unauthorized
+from arbiter.domain.profile_fields import same_username
 from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import run_label
 from arbiter.domain.runs.outcome import finish, is_decided, run_action
@@ -38,12 +39,18 @@ def not_active(run_id: str, task_id: int) -> dict[str, Any]:
     return {"task_alive": False, "info": f"task {run_id}/{task_id} is not active"}
 
 
+def handed_to(task: TaskRecord, worker: WorkerInfo) -> bool:
+    """Whether the task was handed to this worker process: its unique key, under
+    any spelling of its account's name."""
+    return task.unique_key == worker.unique_key and same_username(task.username, worker.username)
+
+
 def owned_task(state: RunState, task_id: int, worker: WorkerInfo) -> TaskRecord:
     """The task, if it exists and belongs to this worker process (400 otherwise)."""
     if task_id >= len(state.tasks):
         raise BadRequest(f"Invalid task_id {task_id} for run {state.run.id}")
     task = state.tasks[task_id]
-    if task.unique_key != worker.unique_key or task.username != worker.username:
+    if not handed_to(task, worker):
         raise BadRequest(f"Invalid unique_key for task {state.run.id}/{task_id}")
     return task
 
@@ -185,7 +192,7 @@ class ResultIngest:
             raise BadRequest(f"Invalid run_id: {run_id}")
         if task is None:
             raise BadRequest(f"Invalid task_id {task_id} for run {run_id}")
-        if task.unique_key != worker.unique_key or task.username != worker.username:
+        if not handed_to(task, worker):
             raise BadRequest(f"Invalid unique_key for task {run_id}/{task_id}")
         return not_active(run_id, task_id)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arbiter.domain import actions
+from arbiter.domain.profile_fields import username_key
 from arbiter.domain.runs import bad_tasks
 from arbiter.domain.runs.totals import apply_change
 from arbiter.storage import Storage, Tx
@@ -119,8 +120,9 @@ class Registry:
             return self._active_by_worker.get(short_name)
 
     def tasks_from(self, username: str, remote_addr: str) -> int:
+        """Active tasks of the account (any spelling of its name) at this address."""
         with self._lock:
-            return self._per_address[(username, remote_addr)]
+            return self._per_address[(username_key(username), remote_addr)]
 
     def last_run_of(self, short_name: str) -> str | None:
         with self._lock:
@@ -149,7 +151,7 @@ class Registry:
     def _index(self, task: TaskRecord) -> None:
         key = (task.run_id, task.task_id)
         self._active_by_worker[task.worker_name] = key
-        self._per_address[(task.username, task.remote_addr)] += 1
+        self._per_address[(username_key(task.username), task.remote_addr)] += 1
         self._last_run_of_worker[task.worker_name] = task.run_id
         self._leases[key] = self._clock()
 
@@ -157,9 +159,10 @@ class Registry:
         key = (task.run_id, task.task_id)
         if self._active_by_worker.get(task.worker_name) == key:
             del self._active_by_worker[task.worker_name]
-        self._per_address[(task.username, task.remote_addr)] -= 1
-        if self._per_address[(task.username, task.remote_addr)] <= 0:
-            del self._per_address[(task.username, task.remote_addr)]
+        per_address = (username_key(task.username), task.remote_addr)
+        self._per_address[per_address] -= 1
+        if self._per_address[per_address] <= 0:
+            del self._per_address[per_address]
         self._leases.pop(key, None)
 
 
