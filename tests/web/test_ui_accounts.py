@@ -164,9 +164,8 @@ def test_profile_requires_login(client: TestClient) -> None:
 def test_token_is_shown_once_and_can_be_revoked(client: TestClient) -> None:
     make_user(client)
     log_in(client)
-    reply = client.post(
-        "/user/tokens", data={"label": "box1", "csrf_token": csrf_of(client, "/user")}
-    )
+    form = {"label": "box1", "current_password": STRONG_PASSWORD}
+    reply = client.post("/user/tokens", data={**form, "csrf_token": csrf_of(client, "/user")})
     assert reply.status_code == 200
     assert "shown only once" in reply.text
     [token] = state(client).accounts.list_tokens("alice")

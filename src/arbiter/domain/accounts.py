@@ -2,9 +2,11 @@
 
 Every method takes plain values and runs in the threadpool (argon2 and the
 database both block). A state change and its audit action commit in one
-transaction.
+transaction. Every argon2 call passes the `PasswordGuard`: a password guess is
+throttled per account and per client address, and only a few hash at once.
 """
 
+import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -30,6 +32,7 @@ from arbiter.domain.errors import (
     PermissionDenied,
     ValidationError,
 )
+from arbiter.domain.password_guard import PasswordGuard, Throttled
 from arbiter.domain.profile_fields import (
     check_email,
     check_tests_repo,
@@ -39,6 +42,8 @@ from arbiter.domain.profile_fields import (
 from arbiter.storage import DuplicateKey, Storage, Tx
 from arbiter.storage.base import NewUser
 from arbiter.storage.records import SessionRecord, TokenRecord, UserRecord
+
+log = logging.getLogger("arbiter.accounts")
 
 # Writes that only record "still alive" are rate-limited: a busy user or worker
 # would otherwise turn every request into a write transaction.
@@ -120,21 +125,32 @@ class Accounts:
         clock: Callable[[], float] = time.time,
         session_hours: int = 12,
         remember_days: int = 400,
+        guard: PasswordGuard | None = None,
     ) -> None:
         self._storage = storage
         self._hasher = hasher
         self._clock = clock
+        # Public: its gate is this process's bound on argon2 calls at once.
+        self.guard = guard or PasswordGuard(clock=clock)
         self._session_seconds = session_hours * 3600.0
         self._remember_seconds = remember_days * 86400.0
         self._verified = VerifiedSecrets()
         self._proven: ProvenWorkers[User] = ProvenWorkers(PROVEN_WORKER_SECONDS, clock)
-        self._dummy_hash: str | None = None
+        # What an unknown name's password is checked against: made now, so the
+        # first unknown name costs no more (no extra hash) than the next.
+        self._dummy_hash = hasher.hash(secrets.token_hex(16))
 
     # --- creating and approving accounts ---
 
-    def signup(self, username: str, password: str, email: str, tests_repo: str = "") -> User:
-        """A pending account: it can log in once an approver accepts it."""
-        return self._add_user(username, password, email, tests_repo, pending=True, approver=False)
+    def signup(
+        self, username: str, password: str, email: str, tests_repo: str = "", *, address: str = ""
+    ) -> User:
+        """A pending account: it can log in once an approver accepts it. Signups
+        that get as far as hashing are counted per client `address` (TooManyAttempts
+        beyond the hourly limit; no address, no count)."""
+        return self._add_user(
+            username, password, email, tests_repo, pending=True, approver=False, address=address
+        )
 
     def create_user(
         self, username: str, password: str, *, email: str = "", approver: bool = False
@@ -151,15 +167,18 @@ class Accounts:
         *,
         pending: bool,
         approver: bool,
+        address: str = "",
     ) -> User:
         check_username(username)
         email = check_email(email) if email or pending else ""
         tests_repo = check_tests_repo(tests_repo)
         check_password_strength("password", password, [username, email])
+        if address:
+            self.guard.take_signup(address)
         new_user = NewUser(
             username=username,
             email=email,
-            password_hash=self._hasher.hash(password),
+            password_hash=self._hash(password),
             registration_time=self._clock(),
             pending=pending,
             is_approver=approver,
@@ -217,16 +236,12 @@ class Accounts:
 
     # --- proving who you are ---
 
-    def authenticate(self, username: str, password: str) -> User:
-        """Login by password. Wrong name and wrong password are indistinguishable."""
+    def authenticate(self, username: str, password: str, *, address: str = "") -> User:
+        """Login by password from a client `address`. Wrong name and wrong password
+        are indistinguishable, in their message and in their cost."""
         with self._storage.read() as tx:
             record = tx.users.get_by_key(username)
-        if record is None:
-            # Spend the same time as a real check, so timing reveals no names.
-            verify_password(self._hasher, self._dummy(), password)
-            raise InvalidCredentials
-        if not verify_password(self._hasher, record.password_hash, password):
-            raise InvalidCredentials
+        record = self._prove_password(record, username, password, address)
         self._rehash_if_needed(record, password)
         return self._usable(record)
 
@@ -235,29 +250,39 @@ class Accounts:
         when they must be checked (`authenticate_worker`). Safe on the event loop."""
         return self._proven.get(username, secret)
 
-    def authenticate_worker(self, username: str, secret: str) -> User:
-        """A worker's credentials: a worker token (`arb_...`) or the password."""
-        user = self._authenticate_worker(username, secret)
+    def authenticate_worker(self, username: str, secret: str, address: str = "") -> User:
+        """A worker's credentials: a worker token (`arb_...`), checked by its SHA-256
+        and never throttled, or the password, throttled like a login when argon2
+        must check it (a secret already verified is not a guess)."""
+        if is_worker_token(secret):
+            user = self._worker_by_token(username, secret)
+        else:
+            user = self._worker_by_password(username, secret, address)
         self._proven.add(username, secret, user)
         return user
 
-    def _authenticate_worker(self, username: str, secret: str) -> User:
+    def _worker_by_token(self, username: str, token: str) -> User:
         with self._storage.read() as tx:
             record = tx.users.get_by_key(username)
-            token = tx.tokens.get_by_hash(digest(secret)) if is_worker_token(secret) else None
-        if record is None:
+            found = tx.tokens.get_by_hash(digest(token))
+        if record is None or found is None:
             raise InvalidCredentials
-        if is_worker_token(secret):
-            if token is None or token.user_id != record.id or token.revoked_at is not None:
-                raise InvalidCredentials
-            self._touch_token(token)
-        elif not self._verified.contains(record.id, record.credentials_version, secret):
-            if not verify_password(self._hasher, record.password_hash, secret):
-                raise InvalidCredentials
+        if found.user_id != record.id or found.revoked_at is not None:
+            raise InvalidCredentials
+        self._touch_token(found)
+        return self._usable(record)
+
+    def _worker_by_password(self, username: str, password: str, address: str) -> User:
+        with self._storage.read() as tx:
+            record = tx.users.get_by_key(username)
+        if record is None or not self._verified.contains(
+            record.id, record.credentials_version, password
+        ):
+            record = self._prove_password(record, username, password, address)
             # Remember only usable accounts: a pending one may be rejected (deleted) and
             # SQLite can hand its id to the next account, which the entry would then open.
             self._usable(record)
-            self._verified.add(record.id, record.credentials_version, secret)
+            self._verified.add(record.id, record.credentials_version, password)
         return self._usable(record)
 
     def authenticate_token(self, token: str) -> User:
@@ -282,7 +307,7 @@ class Accounts:
     def _rehash_if_needed(self, record: UserRecord, password: str) -> None:
         """Raised argon2 costs reach existing hashes at their owner's next login."""
         if self._hasher.check_needs_rehash(record.password_hash):
-            new_hash = self._hasher.hash(password)
+            new_hash = self._hash(password)
             with self._storage.write() as tx:
                 tx.users.replace_password_hash(record.id, record.password_hash, new_hash)
 
@@ -292,10 +317,69 @@ class Accounts:
             with self._storage.write() as tx:
                 tx.tokens.touch(token.id, now)
 
-    def _dummy(self) -> str:
-        if self._dummy_hash is None:
-            self._dummy_hash = self._hasher.hash(secrets.token_hex(16))
-        return self._dummy_hash
+    # --- argon2, behind the guard ---
+
+    def _prove_password(
+        self, record: UserRecord | None, username: str, password: str, address: str
+    ) -> UserRecord:
+        """`record` when `password` is its password. Otherwise InvalidCredentials,
+        counted against the account and the client address; TooManyAttempts, before
+        any argon2, while either must wait. An unknown name (None) is checked
+        against a dummy hash: one argon2 verification either way, so the time
+        taken tells no names."""
+        self.guard.check(username, address)
+        password_hash = self._dummy_hash if record is None else record.password_hash
+        right = self._verify(password_hash, password)
+        if record is None or not right:
+            self._count_failure(record, username, address)
+            raise InvalidCredentials
+        self.guard.succeeded(username)
+        return record
+
+    def _count_failure(self, record: UserRecord | None, username: str, address: str) -> None:
+        """Each failure that starts or lengthens a wait is audited (system_event).
+        The audit log is public, so it names the account but not the address (the
+        server log does) nor a name that is no account (it may be a mistyped password)."""
+        named = username if record is None else record.username
+        throttled = self.guard.failed(named, address)
+        if not throttled:
+            return
+        now = self._clock()
+        with self._storage.write() as tx:
+            for entry in throttled:
+                self._log_throttled(tx, entry, record, now)
+
+    def _log_throttled(
+        self, tx: Tx, entry: Throttled, record: UserRecord | None, now: float
+    ) -> None:
+        if entry.scope == "address":
+            log.warning(
+                "password attempts from %s throttled for %.0f s after %d failures",
+                entry.key,
+                entry.delay,
+                entry.failures,
+            )
+            subject = "a client address"
+        else:
+            subject = "an unknown account" if record is None else f"account {record.username}"
+        actions.record(
+            tx,
+            time=now,
+            action="system_event",
+            username=actions.SYSTEM_USER,
+            message=(
+                f"password attempts throttled: {subject}, {entry.failures} failures, "
+                f"next attempt in {entry.delay:.0f} s"
+            ),
+        )
+
+    def _hash(self, password: str) -> str:
+        with self.guard.gate.slot():
+            return self._hasher.hash(password)
+
+    def _verify(self, password_hash: str, password: str) -> bool:
+        with self.guard.gate.slot():
+            return verify_password(self._hasher, password_hash, password)
 
     # --- browser sessions ---
 
@@ -341,19 +425,28 @@ class Accounts:
     # --- the user's own settings ---
 
     def change_password(
-        self, username: str, old_password: str, new_password: str, *, keep_session_id: str = ""
+        self,
+        username: str,
+        old_password: str,
+        new_password: str,
+        *,
+        keep_session_id: str = "",
+        revoke_tokens: bool = False,
+        address: str = "",
     ) -> None:
-        """Ends every other session of the user; cached worker secrets die too."""
-        with self._storage.read() as tx:
-            record = self._record(tx, username)
-        if not verify_password(self._hasher, record.password_hash, old_password):
-            raise ValidationError("old_password", "The current password is wrong.")
+        """Ends every session of the user but `keep_session_id`, and with
+        `revoke_tokens` every worker token too (a token made from a stolen session
+        must not outlive the password); cached worker secrets die either way.
+        A wrong old password is a guess, throttled as a login from `address`."""
+        record = self._reprove(username, "old_password", old_password, address)
         check_password_strength("new_password", new_password, [record.username, record.email])
-        new_hash = self._hasher.hash(new_password)
+        new_hash = self._hash(new_password)
         with self._storage.write() as tx:
             tx.users.set_password_hash(record.id, new_hash, new_secret=True)
             keep = digest(keep_session_id) if keep_session_id else None
             tx.sessions.delete_for_user(record.id, keep_id_hash=keep)
+            if revoke_tokens:
+                tx.tokens.revoke_all(user_id=record.id, at=self._clock())
         self._proven.clear()
 
     def update_profile(self, username: str, *, email: str, tests_repo: str) -> None:
@@ -364,8 +457,19 @@ class Accounts:
 
     # --- worker tokens ---
 
+    def create_own_token(
+        self, username: str, password: str, label: str = "", *, address: str = ""
+    ) -> str:
+        """A user's new worker token, made only with their current password: a
+        stolen session alone cannot mint lasting credentials."""
+        label = check_token_label(label)
+        self._reprove(username, "current_password", password, address)
+        return self.create_token(username, label)
+
     def create_token(self, username: str, label: str = "") -> str:
-        """A new worker token, returned once: only its digest is kept."""
+        """A new worker token, returned once: only its digest is kept. No password
+        asked: for operators (`arbiter users token`); users go through
+        `create_own_token`."""
         label = check_token_label(label)
         token = new_worker_token()
         with self._storage.write() as tx:
@@ -388,6 +492,16 @@ class Accounts:
         self._proven.clear()
 
     # --- shared steps ---
+
+    def _reprove(self, username: str, field: str, password: str, address: str) -> UserRecord:
+        """The account of a logged-in user who must type their password again;
+        a wrong one is a ValidationError on `field` (and counts as a failure)."""
+        with self._storage.read() as tx:
+            record = self._record(tx, username)
+        try:
+            return self._prove_password(record, record.username, password, address)
+        except InvalidCredentials:
+            raise ValidationError(field, "The current password is wrong.") from None
 
     def _record(self, tx: Tx, username: str) -> UserRecord:
         record = tx.users.get_by_key(username)

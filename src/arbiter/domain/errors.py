@@ -4,6 +4,8 @@ Nothing here knows about HTTP: the web layer maps each kind onto a status
 (`arbiter.web.errors`), the CLI prints the message.
 """
 
+import math
+
 
 class DomainError(Exception):
     """A refusal with a user-facing message; `str(error)` is that message."""
@@ -49,3 +51,38 @@ class BadRequest(DomainError):  # noqa: N818
 
 class Unauthorized(DomainError):  # noqa: N818
     """Known caller, but not allowed this act (the reference answers 401)."""
+
+
+class RetryLater(DomainError):  # noqa: N818
+    """A refusal that lifts by itself after `retry_after` seconds."""
+
+    def __init__(self, retry_after: float, message: str | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    @property
+    def wait_seconds(self) -> int:
+        """The wait in whole seconds (as Retry-After says it), never 0."""
+        return max(1, math.ceil(self.retry_after))
+
+
+class TooManyAttempts(RetryLater):
+    """Throttled: the message says how long to wait. One message for the account's
+    and the address's throttle, known and unknown names alike: it tells no names."""
+
+    default_message = "Too many failed attempts."
+
+    def __init__(self, retry_after: float, message: str | None = None) -> None:
+        super().__init__(retry_after)
+        told = message or self.default_message
+        self.args = (f"{told} Try again in {self.wait_seconds} s.",)
+
+
+class PasswordChecksBusy(RetryLater):
+    """Every argon2 slot is taken and enough callers wait already (the server's
+    state, not the caller's fault)."""
+
+    default_message = "Too many password checks at once; retry shortly."
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(1.0, message)

@@ -112,6 +112,10 @@ class TokenStore(Protocol):
         """False when the token does not exist or belongs to someone else."""
         ...
 
+    def revoke_all(self, *, user_id: int, at: float) -> int:
+        """Revokes every live token of the user; returns how many."""
+        ...
+
 
 class ActionStore(Protocol):
     def add(

@@ -52,3 +52,8 @@ class SqlTokenStore:
             .values(revoked_at=at)
         )
         return True
+
+    def revoke_all(self, *, user_id: int, at: float) -> int:
+        live = (worker_tokens.c.user_id == user_id) & worker_tokens.c.revoked_at.is_(None)
+        result = self._connection.execute(update(worker_tokens).where(live).values(revoked_at=at))
+        return result.rowcount

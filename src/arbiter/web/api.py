@@ -23,14 +23,25 @@ def app_state(request: Request) -> AppState:
     return state
 
 
+def client_address(request: Request) -> str:
+    """The client's address (the proxy's X-Forwarded-For from a trusted proxy)."""
+    return request.client.host if request.client is not None else ""
+
+
 async def authenticated_worker(request: Request, body: WorkerRequest | VersionRequest) -> User:
     """Credentials proven in the last minute are taken from memory on the event
-    loop; others are checked against the database in the threadpool."""
+    loop; others are checked against the database in the threadpool.
+
+    The body's username then becomes the account's own spelling: names match
+    case-insensitively, and whatever is counted or owned under a name (tasks,
+    the machine limit, worker names and their blocks) must be counted once."""
     accounts = app_state(request).accounts
     username, secret = body.worker_info.username, body.password
     user = accounts.proven_worker(username, secret)
     if user is None:
-        user = await run_in_threadpool(accounts.authenticate_worker, username, secret)
+        address = client_address(request)
+        user = await run_in_threadpool(accounts.authenticate_worker, username, secret, address)
+    body.worker_info.username = user.username
     return user
 
 

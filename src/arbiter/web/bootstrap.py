@@ -13,6 +13,7 @@ from arbiter.domain.actions import Actions
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
+from arbiter.domain.password_guard import PasswordGuard, PasswordLimits
 from arbiter.domain.runs.admission import AdmissionGate, fair_share
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs import Job, JobScheduler, job_table
@@ -68,12 +69,27 @@ def password_hasher(settings: Settings) -> PasswordHasher:
     )
 
 
+def password_limits(settings: Settings) -> PasswordLimits:
+    return PasswordLimits(
+        account_free_failures=settings.password_account_free_failures,
+        address_free_failures=settings.password_address_free_failures,
+        max_delay_seconds=settings.password_max_delay_seconds,
+        forget_seconds=settings.password_forget_seconds,
+        argon2_concurrency=settings.argon2_concurrency,
+        argon2_waiting=settings.argon2_waiting,
+        argon2_wait_seconds=settings.argon2_wait_ms / 1000,
+        signups_per_address_per_hour=settings.signups_per_address_per_hour,
+        throttle_entries=settings.throttle_entries,
+    )
+
+
 def make_accounts(storage: Storage, settings: Settings) -> Accounts:
     return Accounts(
         storage,
         hasher=password_hasher(settings),
         session_hours=settings.session_hours,
         remember_days=settings.session_days,
+        guard=PasswordGuard(password_limits(settings)),
     )
 
 

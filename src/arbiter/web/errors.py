@@ -20,7 +20,10 @@ from arbiter.domain.errors import (
     DomainError,
     InvalidCredentials,
     NotFound,
+    PasswordChecksBusy,
     PermissionDenied,
+    RetryLater,
+    TooManyAttempts,
     Unauthorized,
     ValidationError,
 )
@@ -50,6 +53,8 @@ _DOMAIN_STATUS: tuple[tuple[type[DomainError], int], ...] = (
     (PermissionDenied, 403),
     (NotFound, 404),
     (ValidationError, 400),
+    (TooManyAttempts, 429),
+    (PasswordChecksBusy, 503),
 )
 
 _REASONS = {
@@ -59,6 +64,7 @@ _REASONS = {
     404: "Page not found",
     405: "Method not allowed",
     413: "Request too large",
+    429: "Too many requests",
     500: "Server error",
     503: "Service unavailable",
 }
@@ -109,7 +115,10 @@ async def handle_domain_error(request: Request, exc: Exception) -> Response:
         # A form shows the message beside its field; an API caller has only the
         # text, so it names the field to fix ("num_games: must be even ...").
         message = f"{exc.field}: {message}"
-    return await _respond(request, domain_status(exc), message)
+    response = await _respond(request, domain_status(exc), message)
+    if isinstance(exc, RetryLater):
+        response.headers["retry-after"] = str(exc.wait_seconds)
+    return response
 
 
 async def handle_storage_unavailable(request: Request, exc: Exception) -> Response:

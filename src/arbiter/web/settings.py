@@ -58,6 +58,19 @@ class Settings:
     argon2_time_cost: int = 2
     argon2_memory_kib: int = 19456
     argon2_parallelism: int = 1
+    # Password guessing (domain/password_guard.py), per process: failures free per
+    # account and per client address, then waits doubling from 1 s up to the
+    # ceiling, forgotten after a quiet spell; argon2 calls at once, callers that may
+    # wait for one and for how long; signups per address per hour; keys remembered.
+    password_account_free_failures: int = 5
+    password_address_free_failures: int = 20
+    password_max_delay_seconds: int = 900
+    password_forget_seconds: int = 3600
+    argon2_concurrency: int = 2
+    argon2_waiting: int = 8
+    argon2_wait_ms: int = 500
+    signups_per_address_per_hour: int = 5
+    throttle_entries: int = 100_000
     secure_cookies: bool = False  # set behind HTTPS
     base_url: str = ""  # public URL, for links in messages; empty: from the request
     log_level: str = "info"
@@ -104,12 +117,35 @@ class Settings:
                 raise SettingsError(f"ARBITER_{name.upper()} must be positive")
         if self.max_connections < 0:
             raise SettingsError("ARBITER_MAX_CONNECTIONS must be 0 (automatic) or positive")
+        self._validate_password_limits()
         if self.task_semaphore_size >= self.threadpool_tokens:
             raise SettingsError("ARBITER_TASK_SEMAPHORE_SIZE must be below THREADPOOL_TOKENS")
         if not 0 <= self.task_semaphore_per_account <= self.task_semaphore_size:
             raise SettingsError(
                 "ARBITER_TASK_SEMAPHORE_PER_ACCOUNT must be 0 (half the gate)"
                 " to ARBITER_TASK_SEMAPHORE_SIZE"
+            )
+
+    def _validate_password_limits(self) -> None:
+        positive = (
+            "password_max_delay_seconds",
+            "argon2_concurrency",
+            "argon2_wait_ms",
+            "signups_per_address_per_hour",
+            "throttle_entries",
+        )
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"ARBITER_{name.upper()} must be positive")
+        for name in ("password_account_free_failures", "password_address_free_failures"):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"ARBITER_{name.upper()} must be 0 or more")
+        if self.argon2_waiting < 0:
+            raise SettingsError("ARBITER_ARGON2_WAITING must be 0 or more")
+        if self.password_forget_seconds < self.password_max_delay_seconds:
+            raise SettingsError(
+                "ARBITER_PASSWORD_FORGET_SECONDS must be at least"
+                " ARBITER_PASSWORD_MAX_DELAY_SECONDS"
             )
 
 

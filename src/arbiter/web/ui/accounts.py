@@ -1,4 +1,9 @@
-"""Login, logout, signup and the user's own profile (password, email, worker tokens)."""
+"""Login, logout, signup and the user's own profile (password, email, worker tokens).
+
+A refusal that lifts with time (a throttled password, every argon2 slot busy)
+is shown like any other, beside its field, with its status (429, 503) and
+Retry-After.
+"""
 
 from typing import Any
 
@@ -6,8 +11,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from arbiter.domain.errors import DomainError, ValidationError
-from arbiter.web.api import app_state
+from arbiter.domain.errors import DomainError, RetryLater, ValidationError
+from arbiter.web.api import app_state, client_address
+from arbiter.web.errors import domain_status
 from arbiter.web.templating import render
 from arbiter.web.ui.forms import read_form, redirect, require_user, safe_next, session_of
 
@@ -31,10 +37,16 @@ async def login(request: Request) -> Response:
     form = await read_form(request)
     username = form.get("username", "").strip()
     state = app_state(request)
+    password, address = form.get("password", ""), client_address(request)
     try:
         user = await run_in_threadpool(
-            state.accounts.authenticate, username, form.get("password", "")
+            lambda: state.accounts.authenticate(username, password, address=address)
         )
+    except RetryLater as error:
+        page = await _login_page(
+            request, {"password": str(error)}, username=username, status=domain_status(error)
+        )
+        return _retry_after(page, error)
     except DomainError as error:
         return await _login_page(request, {"form": str(error)}, username=username, status=401)
     remember = form.get("remember") == "on"
@@ -65,19 +77,27 @@ async def signup(request: Request) -> Response:
     form = await read_form(request)
     values = {name: form.get(name, "").strip() for name in SIGNUP_FIELDS}
     errors = _signup_mismatch(form)
+    password, address = form.get("password", ""), client_address(request)
+    refusal: DomainError | None = None
     if not errors:
         try:
             await run_in_threadpool(
-                app_state(request).accounts.signup,
-                values["username"],
-                form.get("password", ""),
-                values["email"],
-                values["tests_repo"],
+                lambda: app_state(request).accounts.signup(
+                    values["username"],
+                    password,
+                    values["email"],
+                    values["tests_repo"],
+                    address=address,
+                )
             )
         except ValidationError as error:
             errors = {error.field: str(error)}
+        except RetryLater as error:
+            errors, refusal = {"form": str(error)}, error
     if errors:
-        return await render(request, "signup.html", {"errors": errors, "values": values}, 400)
+        context = {"errors": errors, "values": values}
+        page = await render(request, "signup.html", context, _status(refusal))
+        return _retry_after(page, refusal)
     session_of(request).flash(
         "Account created. An approver will review it; you can log in once it is accepted."
     )
@@ -108,6 +128,9 @@ async def change_password(request: Request) -> Response:
         return await _profile_page(
             request, {"errors": {"new_password2": "The two passwords differ."}}, 400
         )
+    # An unticked checkbox sends nothing; the page ticks it by default.
+    revoke_tokens = form.get("revoke_tokens") == "on"
+    address = client_address(request)
     try:
         await run_in_threadpool(
             lambda: app_state(request).accounts.change_password(
@@ -115,12 +138,15 @@ async def change_password(request: Request) -> Response:
                 form.get("old_password", ""),
                 form.get("new_password", ""),
                 keep_session_id=session_of(request).session_id,
+                revoke_tokens=revoke_tokens,
+                address=address,
             )
         )
     except DomainError as error:
-        field = error.field if isinstance(error, ValidationError) else "old_password"
-        return await _profile_page(request, {"errors": {field: str(error)}}, 400)
-    session_of(request).flash("Password changed. Your other sessions have been logged out.")
+        return await _refused_on_profile(request, error, "old_password")
+    done = "Password changed. Your other sessions have been logged out"
+    revoked = " and your worker tokens revoked." if revoke_tokens else "."
+    session_of(request).flash(done + revoked)
     return redirect("/user")
 
 
@@ -142,17 +168,41 @@ async def update_profile(request: Request) -> Response:
 
 
 async def create_token(request: Request) -> Response:
+    """Asks for the current password: a stolen session alone must not mint a
+    credential that outlives it."""
     user = require_user(request)
     form = await read_form(request)
     label = form.get("label", "").strip()
+    password, address = form.get("current_password", ""), client_address(request)
     try:
         token = await run_in_threadpool(
-            app_state(request).accounts.create_token, user.username, label
+            lambda: app_state(request).accounts.create_own_token(
+                user.username, password, label, address=address
+            )
         )
-    except ValidationError as error:
-        return await _profile_page(request, {"errors": {error.field: str(error)}}, 400)
+    except DomainError as error:
+        return await _refused_on_profile(request, error, "current_password")
     # Shown once, in this response only: it is never stored in clear, nor put in a cookie.
     return await _profile_page(request, {"new_token": token})
+
+
+async def _refused_on_profile(request: Request, error: DomainError, field: str) -> Response:
+    """The profile page with the refusal beside its field (`field` unless the
+    error names one)."""
+    field = error.field if isinstance(error, ValidationError) else field
+    page = await _profile_page(request, {"errors": {field: str(error)}}, _status(error))
+    return _retry_after(page, error)
+
+
+def _status(error: DomainError | None) -> int:
+    """400 for a form's mistakes; 429 or 503 for a refusal that lifts with time."""
+    return domain_status(error) if isinstance(error, RetryLater) else 400
+
+
+def _retry_after(response: Response, error: DomainError | None) -> Response:
+    if isinstance(error, RetryLater):
+        response.headers["retry-after"] = str(error.wait_seconds)
+    return response
 
 
 async def revoke_token(request: Request) -> Response:
