@@ -11,7 +11,8 @@ from arbiter.domain.actions import SYSTEM_USER
 from arbiter.domain.errors import DomainError, ValidationError
 from arbiter.domain.files.books import BookLibrary
 from arbiter.storage import Storage
-from arbiter.storage.engine import make_engine
+from arbiter.storage.engine import make_engine, probe
+from arbiter.storage.errors import DatabaseNotOpened
 from arbiter.storage.migrate import upgrade
 from arbiter.web.bootstrap import make_accounts, prepare_database
 from arbiter.web.settings import Settings, SettingsError
@@ -31,6 +32,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def open_storage(settings: Settings, *, migrate_empty: bool = True) -> Iterator[Storage]:
     engine = make_engine(settings.resolved_database_url, pool_size=2)
     try:
+        probe(engine)
         if migrate_empty:
             prepare_database(engine)
         yield Storage(engine)
@@ -49,11 +51,15 @@ def run_admin_command(args: argparse.Namespace) -> int:
     except (DomainError, SettingsError) as error:
         print(f"arbiter: {error}", file=sys.stderr)
         return 1
+    except DatabaseNotOpened as error:  # the operator's setup, not the command's input
+        print(f"arbiter: {error}", file=sys.stderr)
+        return 2
 
 
 def db_upgrade(settings: Settings) -> int:
     engine = make_engine(settings.resolved_database_url, pool_size=1)
     try:
+        probe(engine)
         upgrade(engine)
     finally:
         engine.dispose()

@@ -25,12 +25,19 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from arbiter.storage import durability
+from arbiter.storage.errors import DatabaseNotOpened
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# A wrong or unreachable PostgreSQL host fails start-up within this many seconds
+# instead of hanging on TCP retries; a URL's own connect_timeout wins.
+PG_CONNECT_TIMEOUT_SECONDS = 10
+# The drivers we ship, after normalize_url: anything else is refused at once.
+SUPPORTED_DRIVERS = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg")
 _BEGIN_OPTION = "arbiter_sqlite_begin"
 
 
@@ -70,11 +77,59 @@ def is_sqlite(url: str) -> bool:
     return make_url(normalize_url(url)).get_backend_name() == "sqlite"
 
 
+def supported_url(url: str) -> URL:
+    """The parsed, normalized URL; DatabaseNotOpened when it is not one we can open
+    (a mysql:// URL would otherwise fail deep inside SQLAlchemy on a missing module)."""
+    try:
+        parsed = make_url(normalize_url(url))
+    except ArgumentError:
+        raise DatabaseNotOpened(
+            "cannot parse the database URL: expected sqlite:///PATH or "
+            "postgresql://USER@HOST:PORT/NAME"
+        ) from None
+    if parsed.drivername not in SUPPORTED_DRIVERS:
+        raise DatabaseNotOpened(
+            f"unsupported database URL scheme {parsed.drivername!r}: "
+            "use sqlite:///PATH or postgresql://USER@HOST:PORT/NAME"
+        )
+    return parsed
+
+
+def describe_url(url: str) -> str:
+    """The URL as it may be shown to an operator: as operators write it (no driver
+    name), never with its password."""
+    parsed = make_url(normalize_url(url))
+    return parsed.set(drivername=parsed.get_backend_name()).render_as_string(hide_password=True)
+
+
+def one_line(error: BaseException) -> str:
+    """A driver's message (libpq's spans several lines) as one line."""
+    return " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+
+
+def probe(engine: Engine) -> None:
+    """Connect once, so an unreachable database is one clear error at start-up
+    rather than a traceback from the first query. Blocking."""
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except DBAPIError as error:
+        where = describe_url(engine.url.render_as_string(hide_password=False))
+        raise DatabaseNotOpened(
+            f"cannot reach the database {where}: {one_line(error.orig or error)}"
+        ) from None
+
+
 def make_engine(url: str, *, pool_size: int = 20) -> Engine:
-    """Create the process's engine. Runs in the threadpool (it may touch disk)."""
-    url = normalize_url(url)
+    """Create the process's engine. Runs in the threadpool (it may touch disk).
+    DatabaseNotOpened for a URL we do not support; connects lazily."""
+    parsed = supported_url(url)
+    url = parsed.render_as_string(hide_password=False)
     if is_sqlite(url):
         return _sqlite_engine(url, pool_size)
+    connect_args = {}
+    if "connect_timeout" not in parsed.query:
+        connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_SECONDS
     return create_engine(
         url,
         json_serializer=encode_json,
@@ -83,6 +138,7 @@ def make_engine(url: str, *, pool_size: int = 20) -> Engine:
         max_overflow=pool_size,
         pool_pre_ping=True,  # survive a database restart without a failed request
         pool_timeout=30,
+        connect_args=connect_args,
     )
 
 
@@ -90,7 +146,13 @@ def _sqlite_engine(url: str, pool_size: int) -> Engine:
     database = make_url(url).database
     on_disk = bool(database) and database != ":memory:"
     if on_disk:
-        Path(str(database)).parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(str(database)).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise DatabaseNotOpened(
+                f"cannot create the data directory {folder}: {error.strerror or error}"
+            ) from None
     engine = create_engine(
         url,
         json_serializer=encode_json,

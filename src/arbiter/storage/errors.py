@@ -22,3 +22,13 @@ class DuplicateKey(StorageError):  # noqa: N818 - named for what happened
 class StorageUnavailable(StorageError):  # noqa: N818 - named for what happened
     """The database cannot be reached right now (down, restarting, locked past the
     busy timeout); nothing was written. Retrying later is the right reaction."""
+
+
+class DatabaseNotOpened(StorageError):  # noqa: N818 - named for what happened
+    """The database the settings name cannot be used at all: a URL we do not
+    support, a server that cannot be reached, a file that cannot be opened.
+    Commands stop at start-up with its message, one line an operator can act on."""
+
+
+class LeaseHeld(StorageError):  # noqa: N818 - named for what happened
+    """Another primary holds this database's lease (storage/lease.py)."""
