@@ -27,8 +27,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 
 from arbiter.domain.accounts import ActiveSession
+from arbiter.storage.lease import PrimaryLease, primary_lease
 from arbiter.web.bootstrap import JobTable, default_jobs, open_state, start_jobs
 from arbiter.web.errors import exception_handlers
+from arbiter.web.lease import LeaseKeeper, paused_without_lease
 from arbiter.web.middleware import (
     BodySizeLimitMiddleware,
     HeadMethodMiddleware,
@@ -79,12 +81,20 @@ def _tune_runtime_for_serving() -> None:
 
 
 def create_app(
-    settings: Settings, *, job_table: JobTable = default_jobs, tune_runtime: bool = False
+    settings: Settings,
+    *,
+    job_table: JobTable = default_jobs,
+    tune_runtime: bool = False,
+    lease: PrimaryLease | None = None,
 ) -> Starlette:
     """The app; `job_table` replaces the primary's jobs (tests). `tune_runtime` is for
-    the server process (`arbiter serve`), not for tests that build many apps."""
+    the server process (`arbiter serve`), not for tests that build many apps.
+    `lease`: the primary's lease, already taken (web/lease.py keeps it)."""
     require_single_process_on_primary(settings, dict(os.environ))
     holder: dict[str, AppState] = {}
+    keeper = LeaseKeeper(lease, settings.lease_check_seconds) if lease is not None else None
+    if keeper is not None:
+        job_table = paused_without_lease(job_table, keeper)
 
     def state() -> AppState:
         return holder["state"]
@@ -98,6 +108,8 @@ def create_app(
         _register_stack_dump()
         holder["state"] = await run_in_threadpool(open_state, settings)
         app.state.arbiter = holder["state"]
+        if keeper is not None:
+            await run_in_threadpool(keeper.start, holder["state"].storage)
         holder["state"].jobs = await run_in_threadpool(start_jobs, holder["state"], job_table)
         if tune_runtime:
             _tune_runtime_for_serving()
@@ -113,6 +125,8 @@ def create_app(
             await asyncio.sleep(DRAIN_SECONDS)
             if holder["state"].jobs is not None:
                 await run_in_threadpool(holder["state"].jobs.stop, JOBS_STOP_SECONDS)
+            if keeper is not None:
+                await run_in_threadpool(keeper.stop)
             await run_in_threadpool(holder["state"].engine.dispose)
 
     middleware = [
@@ -129,7 +143,11 @@ def create_app(
             upload_paths=UPLOAD_PATHS,
             path_limits=PATH_BODY_LIMITS,
         ),
-        Middleware(RejectNonPrimaryWorkerApiMiddleware, is_primary=settings.is_primary),
+        Middleware(
+            RejectNonPrimaryWorkerApiMiddleware,
+            is_primary=settings.is_primary,
+            lease_held=(lambda: keeper.serving) if keeper is not None else None,
+        ),
         Middleware(SecurityHeadersMiddleware),
         Middleware(
             SessionMiddleware,
@@ -149,8 +167,12 @@ def create_app(
 
 
 def create_app_from_env() -> Starlette:
-    """Entry point for `uvicorn --factory`."""
-    return create_app(Settings.from_env())
+    """Entry point for `uvicorn --factory`; a primary takes its lease at once."""
+    settings = Settings.from_env()
+    lease = primary_lease(settings.resolved_database_url) if settings.is_primary else None
+    if lease is not None:
+        lease.acquire()
+    return create_app(settings, lease=lease)
 
 
 def _register_stack_dump() -> None:

@@ -4,6 +4,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from argon2 import PasswordHasher, Type
 from sqlalchemy import Engine
@@ -18,7 +19,8 @@ from arbiter.domain.runs.admission import AdmissionGate, fair_share
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs import Job, JobScheduler, job_table
 from arbiter.storage import Storage
-from arbiter.storage.engine import make_engine
+from arbiter.storage.engine import describe_url, make_engine, probe
+from arbiter.storage.lease import PrimaryLease
 from arbiter.storage.migrate import current_revision, head_revision, upgrade
 from arbiter.web.settings import Settings, SettingsError
 from arbiter.web.state import AppState
@@ -31,19 +33,57 @@ SECRET_KEY_NAME = "session_secret"  # noqa: S105 - the kv key, not the secret
 JobTable = Callable[[AppState], Sequence[Job]]
 
 
-def prepare_database(engine: Engine) -> None:
-    """Migrate an empty database; refuse to run on a schema of another version."""
+def prepare_database(engine: Engine) -> bool:
+    """Migrate an empty database; refuse to run on a schema of another version.
+    True when the schema was created just now."""
     current, head = current_revision(engine), head_revision()
     if current == head:
-        return
+        return False
     if current is None:
         log.info("empty database: applying migrations")
         upgrade(engine)
-        return
+        return True
     raise SettingsError(
         f"the database schema is at revision {current}, this Arbiter needs {head}: "
         "run `arbiter db upgrade` first"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedDatabase:
+    """What `serve` tells the operator about the database it opened, so a
+    mistyped data dir or URL (a new, empty database) is seen at once."""
+
+    where: str  # "SQLite /path/arbiter.sqlite3" or "PostgreSQL postgresql://..."
+    created: bool
+    runs: int
+
+    def summary(self) -> str:
+        if self.created:
+            return f"{self.where} (created now)"
+        return f"{self.where} (existing, {self.runs} run{'' if self.runs == 1 else 's'})"
+
+
+def open_database(settings: Settings, lease: PrimaryLease | None) -> OpenedDatabase:
+    """`serve`'s start-up before the event loop: take the primary's lease (before
+    anything is touched), check the database answers, migrate an empty one.
+    Blocking. Raises LeaseHeld, DatabaseNotOpened, SettingsError."""
+    engine = make_engine(settings.resolved_database_url, pool_size=1)
+    try:
+        if lease is not None:
+            lease.acquire()
+        probe(engine)
+        created = prepare_database(engine)
+        with Storage(engine).read() as tx:
+            runs = sum(tx.runs.count_by_user().values())
+        url = engine.url
+        if url.get_backend_name() == "sqlite":
+            where = f"SQLite {url.database}"
+        else:
+            where = f"PostgreSQL {describe_url(url.render_as_string(hide_password=False))}"
+        return OpenedDatabase(where=where, created=created, runs=runs)
+    finally:
+        engine.dispose()
 
 
 def load_secret_key(storage: Storage, configured: str) -> str:

@@ -176,22 +176,25 @@ SECONDARY_WORKER_PATHS = frozenset({"/api/upload_pgn"})
 
 
 class RejectNonPrimaryWorkerApiMiddleware:
-    """On a secondary, worker endpoints answer JSON 503 so workers back off and retry."""
+    """On a secondary, worker endpoints answer JSON 503 so workers back off and retry;
+    so do they on a primary while `lease_held()` says it lost its lease (web/lease.py)."""
 
-    def __init__(self, app: ASGIApp, is_primary: bool) -> None:
+    def __init__(
+        self, app: ASGIApp, is_primary: bool, lease_held: Callable[[], bool] | None = None
+    ) -> None:
         self.app = app
         self.is_primary = is_primary
+        self.lease_held = lease_held
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if (
-            scope["type"] == "http"
-            and not self.is_primary
-            and path in WORKER_PATHS
-            and path not in SECONDARY_WORKER_PATHS
-        ):
-            await send_error(scope, send, 503, "primary instance required")
-            return
+        if scope["type"] == "http" and path in WORKER_PATHS and path not in SECONDARY_WORKER_PATHS:
+            if not self.is_primary:
+                await send_error(scope, send, 503, "primary instance required")
+                return
+            if self.lease_held is not None and not self.lease_held():
+                await send_error(scope, send, 503, "primary lease lost, retry shortly")
+                return
         await self.app(scope, receive, send)
 
 

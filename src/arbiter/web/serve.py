@@ -6,7 +6,10 @@ so reconnection bursts queue in the kernel, and never `limit_concurrency`
 """
 
 import argparse
+import errno
 import logging
+import os
+import socket
 import sys
 
 import uvicorn
@@ -14,7 +17,10 @@ from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp
 
 from arbiter.admin import settings_from_args
-from arbiter.web.app import create_app
+from arbiter.storage import StorageError
+from arbiter.storage.lease import primary_lease
+from arbiter.web.app import create_app, require_single_process_on_primary
+from arbiter.web.bootstrap import open_database
 from arbiter.web.connection_limits import ConnectionLimits, protocol_class, raise_fd_limit
 from arbiter.web.settings import Settings, SettingsError
 
@@ -22,23 +28,25 @@ BACKLOG = 16384
 DEFAULT_LIMITS = ConnectionLimits()
 
 
-def banner(settings: Settings) -> str:
+class PortUnavailable(Exception):  # noqa: N818 - named for what happened
+    """The address to serve on cannot be bound; the message says why."""
+
+
+def banner(settings: Settings, database: str) -> str:
+    """`database`: which database was opened and whether it was created just now."""
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host  # noqa: S104
     url = f"http://{host}:{settings.port}/"
     if settings.database_url:
         # Never print a database password to a terminal or a log.
         shown = make_url(settings.resolved_database_url).render_as_string(hide_password=True)
-        storage, where = shown, f"--database-url {shown}"
+        where = f"--database-url {shown}"
     else:
-        storage, where = (
-            f"SQLite in {settings.data_dir.resolve()}",
-            f"--data-dir {settings.data_dir}",
-        )
+        where = f"--data-dir {settings.data_dir}"
     create = f"arbiter users create NAME --approver --password-stdin {where}"
     return (
         f"Arbiter {settings.role} starting\n"
         f"  open:     {url}\n"
-        f"  database: {storage}\n"
+        f"  database: {database}\n"
         f"  first approver account (in another terminal):\n"
         f"    echo 'a long passphrase' | {create}\n"
         f"  then log in at {url}login\n"
@@ -46,23 +54,61 @@ def banner(settings: Settings) -> str:
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    """Everything an operator can get wrong is checked before uvicorn starts, in
+    this order, each refusal one line on stderr and exit status 2: the settings,
+    the port (bound now and kept, so nothing can take it before uvicorn listens),
+    the primary's lease (before anything is migrated), the database."""
+    listening: socket.socket | None = None
+    lease = None
     try:
         settings = settings_from_args(args)
-        app = create_app(settings, tune_runtime=True)
-    except SettingsError as error:
+        require_single_process_on_primary(settings, dict(os.environ))
+        listening = listening_socket(settings.host, settings.port)
+        lease = primary_lease(settings.resolved_database_url) if settings.is_primary else None
+        database = open_database(settings, lease)
+        app = create_app(settings, tune_runtime=True, lease=lease)
+    except (SettingsError, StorageError, PortUnavailable) as error:
         print(f"arbiter: {error}", file=sys.stderr)
+        if listening is not None:
+            listening.close()
+        if lease is not None:
+            lease.release()
         return 2
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    print(banner(settings), flush=True)
+    print(banner(settings, database.summary()), flush=True)
     raise_fd_limit()
     config = uvicorn_config(
         app, settings.host, settings.port, settings.log_level, connection_limits(settings)
     )
     server = uvicorn.Server(config)
-    server.run()
+    try:
+        server.run(sockets=[listening])
+    finally:
+        if lease is not None:
+            lease.release()
     return 0 if server.started else 1
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound (uvicorn starts listening on it); PortUnavailable
+    when the address is taken or not ours, before any start-up work is done."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as error:
+        listening.close()
+        if error.errno == errno.EADDRINUSE:
+            raise PortUnavailable(
+                f"port {port} on {host} is already in use (another server running?): "
+                "choose another with --port"
+            ) from None
+        reason = error.strerror or str(error)
+        raise PortUnavailable(f"cannot listen on {host}:{port}: {reason}") from None
+    return listening
 
 
 def connection_limits(settings: Settings) -> ConnectionLimits:

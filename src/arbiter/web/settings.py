@@ -76,6 +76,8 @@ class Settings:
     log_level: str = "info"
     # Background jobs (primary only); ARBITER_JOBS=0 turns them off, e.g. in tests.
     jobs: bool = True
+    # How often a primary checks it still holds its lease (web/lease.py).
+    lease_check_seconds: int = 5
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -115,6 +117,8 @@ class Settings:
         for name in (*positive, *limits, "body_timeout_seconds", "body_min_bytes_per_second"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"ARBITER_{name.upper()} must be positive")
+        if self.lease_check_seconds <= 0:
+            raise SettingsError("ARBITER_LEASE_CHECK_SECONDS must be positive")
         if self.max_connections < 0:
             raise SettingsError("ARBITER_MAX_CONNECTIONS must be 0 (automatic) or positive")
         self._validate_password_limits()
