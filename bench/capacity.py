@@ -38,12 +38,14 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 import msgspec
 from sqlalchemy import Engine
 
+from arbiter.domain.runs.admission import fair_share
 from arbiter.domain.runs.service import Runs
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.storage import Storage
 from arbiter.storage.durability import WalSync
 from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.web.bootstrap import prepare_database
+from arbiter.web.settings import TASK_SEMAPHORE_SIZE
 from bench import harness
 from bench.fleetsim import clock, worker_info
 from bench.httpclient import Connection, HttpError, Pool, encode_request
@@ -151,7 +153,10 @@ async def assign_loop(
         rng = random.Random(rng_seed)
         while clock() < stop_at:
             serial += 1
-            username, token = tokens[serial % len(tokens)]
+            # Each caller stays with one account, and there are enough accounts
+            # that none has more calls in flight than its share of the gate:
+            # this measures assignments, not one account's flood (bench/fairness.py).
+            username, token = tokens[rng_seed % len(tokens)]
             info = worker_info(username, f"a{serial:x}"[-8:], rng)
             body = msgspec.json.encode({"password": token, "worker_info": info})
             address = f"10.{serial >> 16 & 255}.{serial >> 8 & 255}.{serial & 255}"
@@ -187,7 +192,8 @@ async def assign_loop(
 async def assign(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     with harness.scratch_dir("arbiter-assign-") as scratch:
         data = scratch / "data"
-        accounts = harness.create_accounts(data, args.database_url, args.users)
+        users = max(args.users, -(-args.concurrency // fair_share(TASK_SEMAPHORE_SIZE)))
+        accounts = harness.create_accounts(data, args.database_url, users)
         repo = harness.make_repo(scratch / "repo")
         with harness.running(harness.start_hello(scratch)) as hello:
             base = await assign_loop(hello, accounts.workers, args)
