@@ -43,9 +43,9 @@ def run_demo(*, port: int | None, directory: str | None, exit_when_done: bool) -
         needs = ", ".join([*missing, *([] if real else ["stockfish"])])
         print(f"arbiter demo needs {needs}: apt-get install {needs}", file=sys.stderr)
         return 1
-    temporary = directory is None
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="arbiter-demo-"))
     root = root.absolute()
+    removing = directory is None and exit_when_done
     signal.signal(signal.SIGTERM, _interrupt)  # stopped as Ctrl-C stops it
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -53,8 +53,11 @@ def run_demo(*, port: int | None, directory: str | None, exit_when_done: bool) -
         _demo(root, real, port, exit_when_done)
     except KeyboardInterrupt:
         pass
+    except SystemExit:
+        removing = False  # a failure's message points at the logs in there
+        raise
     finally:
-        if temporary and exit_when_done:
+        if removing:
             shutil.rmtree(root, ignore_errors=True)
             _say(f"Removed {root}")
     return 0
