@@ -1,20 +1,25 @@
 """The job table: its rows, and each job doing its work on a real database
 (both backends, through the `engine` fixture)."""
 
+import hashlib
 import threading
+from pathlib import Path
 
 from argon2 import PasswordHasher, Type
 from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.credentials import digest
+from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs.scheduler import Job, JobScheduler
-from arbiter.jobs.table import job_table
+from arbiter.jobs.table import DOWNLOAD_FLUSH_PERIOD, job_table, secondary_job_table
 from arbiter.storage import Storage
+from tests.domain.files.support import stage
 
 PASSWORD = "correct horse battery staple 1729"
 HOUR = 3600.0
+NET = b"NNUE" + bytes(range(256)) * 16
 
 
 class Clock:
@@ -78,3 +83,28 @@ def test_session_purge_deletes_expired_sessions_only(engine: Engine) -> None:
         assert tx.sessions.get(digest(short.session_id)) is None
         assert tx.sessions.get(digest(remembered.session_id)) is not None
     assert accounts.resolve_session(remembered.session_id) is not None
+
+
+def test_flush_download_counts_writes_what_the_nets_counted(engine: Engine, tmp_path: Path) -> None:
+    storage, clock = Storage(engine), Clock()
+    nets = NetLibrary(storage, tmp_path / "nets", clock)
+    name = f"nn-{hashlib.sha256(NET).hexdigest()[:12]}.nnue"
+    nets.add("alice", name, stage(tmp_path, NET))
+    runs = Runs(storage, task_gate=threading.Semaphore(5), clock=clock)
+    jobs = job_table(accounts=cheap_accounts(storage, clock), runs=runs, nets=nets)
+    flush = next(job for job in jobs if job.name == "flush_download_counts")
+    assert (flush.period, flush.initial_delay) == (DOWNLOAD_FLUSH_PERIOD, DOWNLOAD_FLUSH_PERIOD)
+    assert [job.name for job in secondary_job_table(nets=nets)] == ["flush_download_counts"]
+
+    for _ in range(5):
+        nets.open_for_download(name)
+    scheduler = JobScheduler(jobs)
+    try:
+        status = scheduler.run_now("flush_download_counts").result(timeout=30)
+    finally:
+        scheduler.stop()
+    assert (status.runs, status.last_error) == (1, None)
+    with storage.read() as tx:
+        stored = tx.nets.get(name)
+    assert stored is not None
+    assert stored.downloads == 5

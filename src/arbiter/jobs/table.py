@@ -4,18 +4,30 @@ Periods and initial delays follow the reference scheduler (fishtest-reference
 §7.1) where it has the job; each gets ±5% jitter. Every function here runs in
 the job executor, never in the request threadpool. To add a job, add a row
 (and the service it needs as a keyword argument).
+
+A secondary runs no upkeep, but it serves downloads too: it runs
+`secondary_job_table`, whose only job writes the downloads it counted.
 """
 
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.files.books import BookLibrary
+from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs.scheduler import Job
 
 MINUTE = 60.0
 HOUR = 3600.0
+# How long net downloads are counted in memory before one transaction writes them.
+DOWNLOAD_FLUSH_PERIOD = 30.0
 
 
-def job_table(*, accounts: Accounts, runs: Runs, books: BookLibrary | None = None) -> list[Job]:
+def job_table(
+    *,
+    accounts: Accounts,
+    runs: Runs,
+    books: BookLibrary | None = None,
+    nets: NetLibrary | None = None,
+) -> list[Job]:
     """Every job of a primary, bound to the services it calls. [any thread; builds only]"""
     jobs = [
         # Tasks silent past their lease go back to the pool (their games are re-offered).
@@ -39,4 +51,21 @@ def job_table(*, accounts: Accounts, runs: Runs, books: BookLibrary | None = Non
                 function=books.reload_catalogue,
             )
         )
+    if nets is not None:
+        jobs.append(flush_download_counts(nets))
     return jobs
+
+
+def secondary_job_table(*, nets: NetLibrary) -> list[Job]:
+    """A secondary's jobs: only writing the downloads it served. [builds only]"""
+    return [flush_download_counts(nets)]
+
+
+def flush_download_counts(nets: NetLibrary) -> Job:
+    # Downloads are counted in memory; one transaction writes them (and shutdown does).
+    return Job(
+        "flush_download_counts",
+        period=DOWNLOAD_FLUSH_PERIOD,
+        initial_delay=DOWNLOAD_FLUSH_PERIOD,
+        function=nets.flush_downloads,
+    )

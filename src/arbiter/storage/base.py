@@ -257,7 +257,9 @@ class NetStore(Protocol):
         """Newest first."""
         ...
 
-    def count_download(self, name: str) -> None: ...
+    def add_downloads(self, name: str, count: int) -> None:
+        """Adds `count` to the net's downloads (none when no such net)."""
+        ...
 
 
 class BookStore(Protocol):

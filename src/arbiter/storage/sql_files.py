@@ -57,8 +57,10 @@ class SqlNetStore:
         query = select(nets).order_by(nets.c.uploaded_at.desc(), nets.c.name).limit(limit)
         return [_net(row) for row in self._connection.execute(query)]
 
-    def count_download(self, name: str) -> None:
-        statement = update(nets).where(nets.c.name == name).values(downloads=nets.c.downloads + 1)
+    def add_downloads(self, name: str, count: int) -> None:
+        # An increment in SQL, so processes sharing the database never lose one another's.
+        added = nets.c.downloads + count
+        statement = update(nets).where(nets.c.name == name).values(downloads=added)
         self._connection.execute(statement)
 
 

@@ -18,6 +18,7 @@ from arbiter.domain.password_guard import PasswordGuard, PasswordLimits
 from arbiter.domain.runs.admission import AdmissionGate, fair_share
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs import Job, JobScheduler, job_table
+from arbiter.jobs.table import secondary_job_table
 from arbiter.storage import Storage
 from arbiter.storage.engine import describe_url, make_engine, probe
 from arbiter.storage.lease import PrimaryLease
@@ -175,14 +176,28 @@ def open_state(settings: Settings) -> AppState:
 
 def default_jobs(state: AppState) -> list[Job]:
     """The job table (`arbiter.jobs.table`) bound to this process's services."""
-    return job_table(accounts=state.accounts, runs=state.runs, books=state.books)
+    return job_table(accounts=state.accounts, runs=state.runs, books=state.books, nets=state.nets)
 
 
 def start_jobs(state: AppState, table: JobTable) -> JobScheduler | None:
-    """Build and start the job scheduler: on a primary with jobs enabled only.
-    Returns at once (jobs run in the scheduler's own executor)."""
-    if not (state.settings.is_primary and state.settings.jobs):
+    """Build and start the job scheduler when jobs are enabled: `table` on a
+    primary, only the download-count flush on a secondary (it serves downloads
+    but no upkeep). Returns at once (jobs run in the scheduler's own executor)."""
+    if not state.settings.jobs:
         return None
-    scheduler = JobScheduler(table(state))
+    jobs = table(state) if state.settings.is_primary else secondary_job_table(nets=state.nets)
+    scheduler = JobScheduler(jobs)
     scheduler.start()
     return scheduler
+
+
+def flush_before_close(state: AppState) -> None:
+    """Write what is counted in memory (net downloads) before storage closes, so
+    a clean stop loses no count. A failure is logged: closing goes on. [THREAD]"""
+    try:
+        written = state.nets.flush_downloads()
+    except Exception:
+        log.exception("could not write the download counts at shutdown")
+        return
+    if written:
+        log.info("wrote %d counted download(s) at shutdown", written)

@@ -1,13 +1,16 @@
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from arbiter.domain.actions import Actions
 from arbiter.domain.errors import NotFound, ValidationError
+from arbiter.domain.files.download_counts import DownloadCounts
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
+from arbiter.storage.errors import StorageUnavailable
 from tests.domain.files.support import stage, staged_files
 from tests.domain.support import Clock
 
@@ -68,16 +71,78 @@ def test_a_name_is_uploaded_once(library: NetLibrary, tmp_path: Path) -> None:
     assert staged_files(tmp_path) == []
 
 
-def test_download_counts(library: NetLibrary, tmp_path: Path) -> None:
+def stored_downloads(storage: Storage, name: str) -> int:
+    with storage.read() as tx:
+        net = tx.nets.get(name)
+    assert net is not None
+    return net.downloads
+
+
+def test_downloads_are_counted_in_memory_and_written_by_a_flush(
+    library: NetLibrary, storage: Storage, tmp_path: Path
+) -> None:
     name = net_name(NET)
     library.add("alice", name, stage(tmp_path, NET))
     for _ in range(3):
         _net, path = library.open_for_download(name)
         assert path.read_bytes() == NET
+    assert stored_downloads(storage, name) == 0  # a download is no database write
+    assert library.get(name).downloads == 3  # what this process counted is shown
+    assert [net.downloads for net in library.list()] == [3]
+
+    assert library.flush_downloads() == 3
+    assert stored_downloads(storage, name) == 3
     assert library.get(name).downloads == 3
+    assert library.flush_downloads() == 0  # nothing is written twice
 
 
-@pytest.mark.parametrize("name", ["nn-000000000000.nnue", "../../etc/passwd", "x"])
+def test_flushes_of_two_processes_add_up(
+    library: NetLibrary, storage: Storage, tmp_path: Path
+) -> None:
+    name = net_name(NET)
+    library.add("alice", name, stage(tmp_path, NET))
+    other = NetLibrary(storage, library.directory)  # a secondary sharing the database
+    library.open_for_download(name)
+    other.open_for_download(name)
+    other.open_for_download(name)
+    library.flush_downloads()
+    other.flush_downloads()
+    assert stored_downloads(storage, name) == 3
+
+
+def test_a_look_without_counting_is_not_a_download(
+    library: NetLibrary, storage: Storage, tmp_path: Path
+) -> None:
+    name = net_name(NET)
+    library.add("alice", name, stage(tmp_path, NET))
+    library.open_for_download(name, count=False)
+    assert library.flush_downloads() == 0
+    assert library.get(name).downloads == 0
+
+
+def test_counts_of_a_failed_flush_wait_for_the_next() -> None:
+    written: list[dict[str, int]] = []
+
+    def write_once_storage_is_back(counts: Mapping[str, int]) -> None:
+        if not written:
+            written.append({})
+            raise StorageUnavailable("database restarting")
+        written.append(dict(counts))
+
+    counts = DownloadCounts(write_once_storage_is_back)
+    counts.count("a")
+    counts.count("a")
+    with pytest.raises(StorageUnavailable):
+        counts.flush()
+    counts.count("b")
+    assert counts.pending("a") == 2
+    assert counts.flush() == 3
+    assert written[-1] == {"a": 2, "b": 1}
+
+
+@pytest.mark.parametrize(
+    "name", ["nn-000000000000.nnue", "../../etc/passwd", "x", "nn-0123456789ab.nnue\n"]
+)
 def test_unknown_nets_are_not_found(library: NetLibrary, name: str) -> None:
     with pytest.raises(NotFound):
         library.open_for_download(name)

@@ -3,27 +3,31 @@
 The name is the file's identity (engines name their default net this way),
 so an upload whose bytes do not hash to its name is refused, and a name is
 uploaded once: a net never changes under a run that uses it.
-All methods run in the threadpool (disk and database I/O).
+All methods run in the threadpool (disk and database I/O). Downloads are
+counted in memory (`DownloadCounts`) and written by `flush_downloads`, so a
+download makes no database write.
 """
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from arbiter.domain.actions import record
 from arbiter.domain.errors import NotFound, ValidationError
+from arbiter.domain.files.download_counts import DownloadCounts
 from arbiter.domain.files.staging import StagedUpload, publish
 from arbiter.storage import Storage
 from arbiter.storage.errors import DuplicateKey
 from arbiter.storage.records import NetRecord
 
-NET_NAME = re.compile(r"^nn-[0-9a-f]{12}\.nnue$")
+NET_NAME = re.compile(r"nn-[0-9a-f]{12}\.nnue")  # fullmatch: `$` would admit a final newline
 MAX_LISTED = 1000
 
 
 def check_net_name(name: str) -> None:
-    if not NET_NAME.match(name):
+    if not NET_NAME.fullmatch(name):
         raise ValidationError("name", "A net is named nn-<first 12 hex digits of its SHA-256>.nnue")
 
 
@@ -34,6 +38,7 @@ class NetLibrary:
         self._storage = storage
         self.directory = directory
         self._clock = clock
+        self.downloads = DownloadCounts(self._write_downloads)
 
     def add(self, username: str, name: str, staged: StagedUpload) -> NetRecord:
         """Verify and publish an upload; the staging file is gone afterwards either way."""
@@ -82,23 +87,40 @@ class NetLibrary:
             net = tx.nets.get(name)
         if net is None:
             raise NotFound(f"Unknown net {name}")
-        return net
+        return self._with_pending(net)
 
     def list(self, limit: int = MAX_LISTED) -> list[NetRecord]:
         with self._storage.read() as tx:
-            return tx.nets.list(limit=max(1, min(limit, MAX_LISTED)))
+            nets = tx.nets.list(limit=max(1, min(limit, MAX_LISTED)))
+        return [self._with_pending(net) for net in nets]
 
-    def open_for_download(self, name: str) -> tuple[NetRecord, Path]:
-        """The net and its file; counts the download."""
-        if not NET_NAME.match(name):
+    def open_for_download(self, name: str, *, count: bool = True) -> tuple[NetRecord, Path]:
+        """The net and its file; a read. `count` adds one to the net's downloads
+        in memory (a HEAD request passes False: it downloads nothing)."""
+        if not NET_NAME.fullmatch(name):
             raise NotFound(f"Unknown net {name}")
         path = self.path_of(name)
-        with self._storage.write() as tx:
+        with self._storage.read() as tx:
             net = tx.nets.get(name)
-            if net is None or not path.is_file():
-                raise NotFound(f"Unknown net {name}")
-            tx.nets.count_download(name)
+        if net is None or not path.is_file():
+            raise NotFound(f"Unknown net {name}")
+        if count:
+            self.downloads.count(name)
         return net, path
+
+    def flush_downloads(self) -> int:
+        """Write the downloads counted since the last flush; how many. [JOB, shutdown]"""
+        return self.downloads.flush()
+
+    def _write_downloads(self, counts: Mapping[str, int]) -> None:
+        with self._storage.write() as tx:
+            for name, added in sorted(counts.items()):
+                tx.nets.add_downloads(name, added)
+
+    def _with_pending(self, net: NetRecord) -> NetRecord:
+        # What this process counted but has not written yet, so a listing is current.
+        pending = self.downloads.pending(net.name)
+        return replace(net, downloads=net.downloads + pending) if pending else net
 
 
 def _check_hash(name: str, staged: StagedUpload) -> None:
