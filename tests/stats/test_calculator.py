@@ -58,6 +58,7 @@ def test_sprt_bayeselo_of_a_pentanomial(trinomial: dict[str, str]) -> None:
         ({"W": "0", "D": "0", "L": "0"}, "W\\+D\\+L must be positive"),
         ({"W": str(2**32), "D": "1", "L": "0"}, "too large"),
         ({**PENTA, "WW": "2147483648"}, "too large"),
+        ({"W": "9" * 5000, "D": "1", "L": "0"}, "parameter W is too large"),
         ({"LL": "1"}, "missing parameter LD"),
         ({**PENTA, "elo0": "0"}, "missing parameter elo1"),
         ({**PENTA, "elo1": "2"}, "missing parameter elo0"),
@@ -75,3 +76,8 @@ def test_errors_name_the_parameter(query: dict[str, str], message: str) -> None:
 
 def test_error_is_a_value_error() -> None:
     assert issubclass(CalcEloError, ValueError)
+
+
+def test_leading_zeros_do_not_count_as_digits() -> None:
+    padded = {"W": "0" * 5000 + "7", "D": "3", "L": "2"}
+    assert calc_elo(padded) == calc_elo({"W": "7", "D": "3", "L": "2"})

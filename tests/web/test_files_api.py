@@ -4,6 +4,7 @@ import base64
 import gzip
 import hashlib
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,11 @@ from starlette.testclient import TestClient
 
 from arbiter.domain.files.book_catalogue import REFERENCE_DEFAULT_BOOK
 from arbiter.domain.run_args import DEFAULT_BOOK
+from arbiter.storage import Storage
+from arbiter.storage.engine import make_engine
+from arbiter.web import files_api
+from arbiter.web.app import create_app
+from arbiter.web.settings import Settings
 from tests.domain.runs.support import worker
 from tests.web.support import STRONG_PASSWORD, make_user, state
 
@@ -239,3 +245,134 @@ def test_a_hosted_book_goes_to_arbiter_workers_only(client: TestClient, repo_url
     assert reply["run"]["_id"] == run_id, reply
     assert reply["run"]["args"]["book_sri"] == state(client).books.sri(DEFAULT_BOOK)
     assert not reply["run"]["args"]["book_sri"].startswith("sha384-")
+
+
+# ---------------------------------------------------------------- reads without side effects
+
+
+@pytest.fixture
+def backend_client(settings: Settings, database_url: str) -> Iterator[TestClient]:
+    """The app on each storage backend in turn."""
+    with TestClient(create_app(settings.with_changes(database_url=database_url))) as test_client:
+        yield test_client
+
+
+def stored_downloads(database_url: str, name: str) -> int:
+    """The net's counter as the database holds it, read through a connection of its own."""
+    engine = make_engine(database_url)
+    try:
+        with Storage(engine).read() as tx:
+            net = tx.nets.get(name)
+    finally:
+        engine.dispose()
+    assert net is not None
+    return net.downloads
+
+
+def with_net(client: TestClient) -> None:
+    reply = client.post(f"/api/upload_net?name={NET_NAME}", content=NET, headers=bearer(client))
+    assert reply.status_code == 200, reply.text
+
+
+def test_head_on_a_net_is_not_a_download(backend_client: TestClient, database_url: str) -> None:
+    with_net(backend_client)
+    head = backend_client.head(f"/api/nn/{NET_NAME}")
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["content-length"] == str(len(NET))
+    assert backend_client.get("/api/nns").json()["nets"][0]["downloads"] == 0
+    assert state(backend_client).nets.flush_downloads() == 0
+    assert stored_downloads(database_url, NET_NAME) == 0
+
+
+def test_downloads_are_written_by_the_flush_job_not_per_request(
+    backend_client: TestClient, database_url: str
+) -> None:
+    with_net(backend_client)
+    for _ in range(20):
+        assert backend_client.get(f"/api/nn/{NET_NAME}").content == NET
+    assert stored_downloads(database_url, NET_NAME) == 0  # no download wrote to the database
+    assert backend_client.get("/api/nns").json()["nets"][0]["downloads"] == 20
+
+    jobs = state(backend_client).jobs
+    assert jobs is not None
+    status = jobs.run_now("flush_download_counts").result(timeout=30)
+    assert (status.runs, status.last_error) == (1, None)
+    assert stored_downloads(database_url, NET_NAME) == 20
+    assert backend_client.get("/api/nns").json()["nets"][0]["downloads"] == 20
+
+
+def test_download_counts_survive_a_clean_shutdown(settings: Settings, database_url: str) -> None:
+    app = create_app(settings.with_changes(database_url=database_url, jobs=False))
+    with TestClient(app) as client:
+        with_net(client)
+        for _ in range(7):
+            client.get(f"/api/nn/{NET_NAME}")
+        assert stored_downloads(database_url, NET_NAME) == 0
+    assert stored_downloads(database_url, NET_NAME) == 7  # written by the lifespan's shutdown
+
+
+def test_a_secondary_writes_the_downloads_it_serves(settings: Settings, database_url: str) -> None:
+    primary_settings = settings.with_changes(database_url=database_url)
+    with TestClient(create_app(primary_settings)) as primary:
+        with_net(primary)
+    secondary_settings = primary_settings.with_changes(role="secondary")
+    with TestClient(create_app(secondary_settings)) as secondary:
+        secondary.get(f"/api/nn/{NET_NAME}")
+        jobs = state(secondary).jobs
+        assert jobs is not None
+        assert [job.name for job in jobs.status()] == ["flush_download_counts"]
+        jobs.run_now("flush_download_counts").result(timeout=30)
+        assert stored_downloads(database_url, NET_NAME) == 1
+
+
+def assert_inert_attachment(reply: Any, name: str, types: tuple[str, ...]) -> None:
+    """A download no browser renders or runs: an attachment, a passive type, no sniffing."""
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["content-disposition"] == f'attachment; filename="{name}"'
+    assert reply.headers["content-type"].split(";")[0] in types
+    assert reply.headers["x-content-type-options"] == "nosniff"
+    assert reply.headers["content-security-policy"] == "default-src 'none'; sandbox"
+
+
+def test_downloads_are_inert_attachments(client: TestClient, repo_url: str) -> None:
+    run_id, task_id = running_task(client, repo_url)
+    # A PGN whose bytes are a web page: it must stay a file.
+    page = '<html><script>alert(1)</script></html>\n[Event "x"]\n\n1. e4 *\n'
+    assert upload(client, run_id, task_id, encoded(page)).status_code == 200
+    with_net(client)
+    pgn_types = ("application/x-chess-pgn", "application/gzip", "application/octet-stream")
+    task_pgn = f"{run_id}-{task_id}.pgn"
+    assert_inert_attachment(client.get(f"/api/pgn/{task_pgn}"), task_pgn, pgn_types)
+    run_pgns = f"{run_id}.pgn.gz"
+    assert_inert_attachment(client.get(f"/api/run_pgns/{run_pgns}"), run_pgns, pgn_types)
+    binary = ("application/octet-stream",)
+    assert_inert_attachment(client.get(f"/api/nn/{NET_NAME}"), NET_NAME, binary)
+    assert_inert_attachment(client.get(f"/api/book/{DEFAULT_BOOK}"), DEFAULT_BOOK, binary)
+
+
+@pytest.mark.parametrize(
+    ("name", "disposition"),
+    [
+        ("a.pgn", 'attachment; filename="a.pgn"'),
+        ("a.pgn\n", "attachment; filename*=UTF-8''a.pgn%0A"),
+        ('a"; x=".pgn', "attachment; filename*=UTF-8''a%22%3B%20x%3D%22.pgn"),
+        ("é.pgn", "attachment; filename*=UTF-8''%C3%A9.pgn"),
+    ],
+)
+def test_attachment_names_never_put_raw_path_bytes_in_a_header(name: str, disposition: str) -> None:
+    assert files_api._attachment(name)["content-disposition"] == disposition
+
+
+def test_a_path_ending_in_a_newline_is_not_a_file(client: TestClient, repo_url: str) -> None:
+    run_id, task_id = running_task(client, repo_url)
+    assert upload(client, run_id, task_id, encoded(GAMES[0])).status_code == 200
+    with_net(client)
+    for path in (
+        f"/api/pgn/{run_id}-{task_id}.pgn%0A",
+        f"/api/run_pgns/{run_id}.pgn.gz%0A",
+        f"/api/nn/{NET_NAME}%0A",
+        f"/api/book/{DEFAULT_BOOK}%0A",
+    ):
+        reply = client.get(path)
+        assert reply.status_code == 404, path
+        assert reply.headers["x-content-type-options"] == "nosniff"

@@ -17,6 +17,7 @@ PENTANOMIAL_KEYS = ("LL", "LD", "DDWL", "WD", "WW")
 TRINOMIAL_KEYS = ("L", "D", "W")
 ELO_MODELS = ("BayesElo", "logistic", "normalized")
 MAX_GAMES = 2**32
+MAX_COUNT_DIGITS = len(str(MAX_GAMES))  # longer counts are refused before int() reads them
 MAX_BOUND = 10.0
 MIN_BOUND_GAP = 0.5
 
@@ -33,7 +34,11 @@ def _count(query: Mapping[str, str], key: str) -> int:
     text = query[key].strip()
     if not _DIGITS.fullmatch(text):
         raise CalcEloError(f"parameter {key}={query[key]!r} must be a non-negative integer")
-    return int(text)
+    # int() of thousands of digits is slow, and refused past Python's limit.
+    digits = text.lstrip("0") or "0"
+    if len(digits) > MAX_COUNT_DIGITS:
+        raise CalcEloError(f"parameter {key} is too large (at most 2^32 games)")
+    return int(digits)
 
 
 def _counts(query: Mapping[str, str], keys: tuple[str, ...]) -> list[int] | None:

@@ -13,6 +13,7 @@ from arbiter.domain.accounts import User
 from arbiter.protocol import WORKER_VERSION
 from arbiter.protocol.messages import VersionRequest, WorkerRequest
 from arbiter.stats.calculator import CalcEloError, calc_elo
+from arbiter.web.access_log import note_user
 from arbiter.web.errors import ApiError
 from arbiter.web.jsonio import json_reply, read_body
 from arbiter.web.state import AppState
@@ -42,6 +43,7 @@ async def authenticated_worker(request: Request, body: WorkerRequest | VersionRe
         address = client_address(request)
         user = await run_in_threadpool(accounts.authenticate_worker, username, secret, address)
     body.worker_info.username = user.username
+    note_user(request.scope, user.username)
     return user
 
 

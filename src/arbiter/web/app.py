@@ -6,8 +6,9 @@ or `arbiter serve` builds the app; tests build as many as they need.
 Lifespan (orchestrated on the event loop; blocking steps in the threadpool):
 start-up applies THREADPOOL_TOKENS to anyio's limiter, refuses a multi-process
 primary, opens storage (migrating an empty database), starts the background
-jobs (primary only, in their own executor), registers the SIGUSR1 stack dump;
-shutdown refuses new requests (503), drains, stops the jobs, then closes storage.
+jobs (in their own executor), registers the SIGUSR1 stack dump;
+shutdown refuses new requests (503), drains, stops the jobs, writes the
+download counts, then closes storage.
 """
 
 import asyncio
@@ -28,7 +29,14 @@ from starlette.middleware import Middleware
 
 from arbiter.domain.accounts import ActiveSession
 from arbiter.storage.lease import PrimaryLease, primary_lease
-from arbiter.web.bootstrap import JobTable, default_jobs, open_state, start_jobs
+from arbiter.web.access_log import AccessLogMiddleware
+from arbiter.web.bootstrap import (
+    JobTable,
+    default_jobs,
+    flush_before_close,
+    open_state,
+    start_jobs,
+)
 from arbiter.web.errors import exception_handlers
 from arbiter.web.lease import LeaseKeeper, paused_without_lease
 from arbiter.web.middleware import (
@@ -39,6 +47,7 @@ from arbiter.web.middleware import (
     SecurityHeadersMiddleware,
     ShutdownGuardMiddleware,
 )
+from arbiter.web.redirects import relative_slash_redirects
 from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
 from arbiter.web.sessions import EndedSessionRedirectMiddleware, SessionMiddleware
 from arbiter.web.settings import Settings, SettingsError
@@ -125,6 +134,7 @@ def create_app(
             await asyncio.sleep(DRAIN_SECONDS)
             if holder["state"].jobs is not None:
                 await run_in_threadpool(holder["state"].jobs.stop, JOBS_STOP_SECONDS)
+            await run_in_threadpool(flush_before_close, holder["state"])
             if keeper is not None:
                 await run_in_threadpool(keeper.stop)
             await run_in_threadpool(holder["state"].engine.dispose)
@@ -158,12 +168,16 @@ def create_app(
         ),
         Middleware(EndedSessionRedirectMiddleware),
     ]
-    return Starlette(
+    if settings.access_log:
+        middleware.insert(0, Middleware(AccessLogMiddleware))  # outermost: sees every reply
+    app = Starlette(
         routes=routes(),
         middleware=middleware,
         exception_handlers=exception_handlers(),
         lifespan=lifespan,
     )
+    relative_slash_redirects(app.router)
+    return app
 
 
 def create_app_from_env() -> Starlette:

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from arbiter.domain.errors import (
@@ -33,6 +33,8 @@ from arbiter.web.replies import worker_error_body
 from arbiter.web.templating import render_error_page
 
 log = logging.getLogger("arbiter.web")
+
+_NOSNIFF = {"x-content-type-options": "nosniff"}
 
 
 class ApiError(Exception):
@@ -79,7 +81,8 @@ def domain_status(error: DomainError) -> int:
 
 def api_error_response(request: Request, status: int, message: str) -> Response:
     body = worker_error_body(request.url.path, message, request_started_at(request.scope))
-    return Response(body, status_code=status, media_type="application/json")
+    # nosniff here too: a 500 is sent outside the middleware that adds it.
+    return Response(body, status_code=status, media_type="application/json", headers=_NOSNIFF)
 
 
 async def page_error_response(request: Request, status: int, message: str) -> Response:
@@ -127,6 +130,13 @@ async def handle_storage_unavailable(request: Request, exc: Exception) -> Respon
     return await _respond(request, 503, "database unavailable, retry shortly")
 
 
+async def handle_client_disconnect(request: Request, exc: Exception) -> Response:
+    # The client left before its body was complete: nothing went wrong here and
+    # nobody reads the answer, so no traceback, only a line at debug level.
+    log.debug("client disconnected mid-body on %s %s", request.method, request.url.path)
+    return api_error_response(request, 400, "the client disconnected before the body ended")
+
+
 async def handle_unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return await _respond(request, 500, "internal server error")
@@ -141,5 +151,6 @@ def exception_handlers() -> Mapping[Any, Handler]:
         ApiError: handle_api_error,
         DomainError: handle_domain_error,
         StorageUnavailable: handle_storage_unavailable,
+        ClientDisconnect: handle_client_disconnect,
         Exception: handle_unexpected,
     }

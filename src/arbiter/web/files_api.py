@@ -3,10 +3,16 @@
 Downloads are public and work on every instance that shares the data dir;
 uploads need a bearer token and the primary. Upload bodies stream to a
 staging file (each chunk written in the threadpool) and never sit in memory.
+
+Uploaded bytes are served from the site's own origin, so every download is an
+attachment of a type no browser runs, under a CSP that allows nothing (and
+nosniff, from the middleware): a PGN or net crafted as HTML stays a file.
 """
 
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 from starlette.concurrency import run_in_threadpool
@@ -19,11 +25,25 @@ from arbiter.storage.records import BookRecord, NetRecord
 from arbiter.web.api import app_state
 from arbiter.web.errors import ApiError
 from arbiter.web.jsonio import json_reply
+from arbiter.web.middleware import is_head_request
 from arbiter.web.runs_api import bearer_user, require_primary
+
+_PLAIN_FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,200}")
+_DOWNLOAD_CSP = "default-src 'none'; sandbox"
 
 
 def _attachment(name: str) -> dict[str, str]:
-    return {"content-disposition": f'attachment; filename="{name}"'}
+    """Download headers for a file named `name` (taken from the path: any text).
+
+    Only a plain name goes between quotes; any other is percent-encoded
+    (RFC 6266 filename*), so no quote, newline or other byte of the path can
+    end up raw in a header.
+    """
+    if _PLAIN_FILENAME.fullmatch(name):
+        disposition = f'attachment; filename="{name}"'
+    else:
+        disposition = "attachment; filename*=UTF-8''" + quote(name, safe="")
+    return {"content-disposition": disposition, "content-security-policy": _DOWNLOAD_CSP}
 
 
 # ---------------------------------------------------------------- PGNs
@@ -117,7 +137,10 @@ async def list_nets(request: Request) -> Response:
 
 async def download_net(request: Request) -> Response:
     name = str(request.path_params["name"])
-    _net, path = await run_in_threadpool(app_state(request).nets.open_for_download, name)
+    # A HEAD only asks about the net: it is not a download.
+    count = not is_head_request(request.scope)
+    nets = app_state(request).nets
+    _net, path = await run_in_threadpool(nets.open_for_download, name, count=count)
     return _file(path, name)
 
 
@@ -151,4 +174,4 @@ async def download_book(request: Request) -> Response:
 
 
 def _file(path: Path, name: str) -> Response:
-    return FileResponse(path, media_type="application/octet-stream", filename=name)
+    return FileResponse(path, media_type="application/octet-stream", headers=_attachment(name))

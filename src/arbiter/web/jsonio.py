@@ -26,6 +26,8 @@ async def read_json_object(request: Request) -> dict[str, Any]:
         payload = msgspec.json.decode(raw)
     except msgspec.DecodeError as error:
         raise ApiError(400, f"request is not json encoded ({error})") from None
+    except UnicodeDecodeError:  # msgspec's answer to a string that is not UTF-8
+        raise ApiError(400, "request is not valid UTF-8") from None
     except RecursionError:
         raise ApiError(400, "request body nested too deeply") from None
     if not isinstance(payload, dict):

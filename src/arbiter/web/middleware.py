@@ -16,6 +16,8 @@ from arbiter.protocol import API_PREFIX, WORKER_PATHS
 from arbiter.web.replies import plain_error_body, worker_error_body
 
 STATE_KEY = "arbiter.started_at"
+HEAD_KEY = "arbiter.head"  # set on a HEAD request that is being served as GET
+NOSNIFF = (b"x-content-type-options", b"nosniff")
 
 
 def request_started_at(scope: Scope) -> float:
@@ -23,12 +25,18 @@ def request_started_at(scope: Scope) -> float:
     return started
 
 
+def is_head_request(scope: Scope) -> bool:
+    """A HEAD served as GET: the handler's reply is only looked at, nothing is fetched."""
+    return HEAD_KEY in scope
+
+
 def is_api_path(path: str) -> bool:
     return path.startswith(API_PREFIX) or path == API_PREFIX.rstrip("/")
 
 
 async def send_body(send: Send, status: int, content_type: bytes, body: bytes) -> None:
-    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    length = str(len(body)).encode()
+    headers = [(b"content-type", content_type), (b"content-length", length), NOSNIFF]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -65,7 +73,9 @@ class HeadMethodMiddleware:
                 message = {"type": "http.response.body", "body": b"", "more_body": False}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, send_without_body)
+        scope["method"] = "GET"
+        scope[HEAD_KEY] = True  # so a download is not counted, and the access log says HEAD
+        await self.app(scope, receive, send_without_body)
 
 
 class RequestStateMiddleware:
@@ -207,27 +217,33 @@ CONTENT_SECURITY_POLICY = (
 )
 _SECURITY_HEADERS = [
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
+    NOSNIFF,
     (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
 ]
 
 
+# API replies and file downloads: a browser must not guess a type from the bytes.
+_API_HEADERS = [NOSNIFF]
+
+
 class SecurityHeadersMiddleware:
-    """Adds CSP, nosniff, Referrer-Policy and frame denial to every UI response."""
+    """Adds CSP, nosniff, Referrer-Policy and frame denial to every UI response,
+    nosniff to every /api/* one."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or is_api_path(scope["path"]):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        added = _API_HEADERS if is_api_path(scope["path"]) else _SECURITY_HEADERS
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 present = {name.lower() for name, _ in message.get("headers", [])}
-                extra = [header for header in _SECURITY_HEADERS if header[0] not in present]
+                extra = [header for header in added if header[0] not in present]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 

@@ -19,6 +19,7 @@ from arbiter.domain.accounts import User
 from arbiter.domain.modify_rules import Modifiable
 from arbiter.domain.run_args import RunArgs
 from arbiter.storage.base import FinishedRunFilter
+from arbiter.web.access_log import note_user
 from arbiter.web.api import app_state
 from arbiter.web.errors import ApiError
 from arbiter.web.jsonio import json_reply, read_json_object
@@ -43,7 +44,9 @@ async def bearer_user(request: Request) -> User:
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError(401, "send a worker token: Authorization: Bearer <token>")
     accounts = app_state(request).accounts
-    return await run_in_threadpool(accounts.authenticate_token, token.strip())
+    user = await run_in_threadpool(accounts.authenticate_token, token.strip())
+    note_user(request.scope, user.username)
+    return user
 
 
 def require_primary(request: Request) -> None:

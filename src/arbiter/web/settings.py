@@ -74,6 +74,8 @@ class Settings:
     secure_cookies: bool = False  # set behind HTTPS
     base_url: str = ""  # public URL, for links in messages; empty: from the request
     log_level: str = "info"
+    # One line per request on the `arbiter.access` logger (web/access_log.py).
+    access_log: bool = True
     # Background jobs (primary only); ARBITER_JOBS=0 turns them off, e.g. in tests.
     jobs: bool = True
     # How often a primary checks it still holds its lease (web/lease.py).

@@ -39,7 +39,7 @@ from arbiter.storage import Storage
 from arbiter.storage.errors import DuplicateKey
 from arbiter.storage.records import BookRecord
 
-BOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,100}\.(epd|pgn)$")
+BOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,100}\.(epd|pgn)\Z")  # \Z: no final newline
 _BUNDLED = resources.files("arbiter") / "data" / "books"
 
 

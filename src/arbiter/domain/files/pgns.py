@@ -28,7 +28,7 @@ MAX_PGN_UPLOAD_BODY = MAX_PGN_GZIP_BYTES * 4 // 3 + 64 * 1024
 # `<run>-<task>.pgn` and any other suffix name the same PGN. The name is echoed
 # in Content-Disposition, so a suffix may hold only filename-safe characters.
 _TASK_PGN_NAME = re.compile(r"^([0-9a-f]{24})-(\d{1,9})(\.[A-Za-z0-9._-]*)?\Z")
-_RUN_PGNS_NAME = re.compile(r"^([a-zA-Z0-9]+)\.pgn\.gz$")
+_RUN_PGNS_NAME = re.compile(r"^([a-zA-Z0-9]+)\.pgn\.gz\Z")
 
 
 def decode_pgn_upload(text: str) -> bytes:

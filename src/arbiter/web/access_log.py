@@ -1,0 +1,90 @@
+"""The access log: one line per request on the `arbiter.access` logger.
+
+    GET /api/nn/{name} 200 1.4ms 203.0.113.7 alice
+
+Fields: method, the route's path template (the path itself, percent-encoded,
+when no route matched), status, duration in milliseconds, client address,
+user ("-" when unknown). The user is the session's, or the account a worker
+or script call proved (`note_user`). A pure ASGI middleware, outermost, on the
+event loop; when the logger is not enabled for INFO a request costs one
+level check and nothing else, and `ARBITER_ACCESS_LOG=0` leaves it out.
+"""
+
+import logging
+import time
+from urllib.parse import quote
+
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from arbiter.web.sessions import SCOPE_KEY as SESSION_KEY
+from arbiter.web.sessions import RequestSession
+
+ACCESS_LOG = logging.getLogger("arbiter.access")
+USER_KEY = "arbiter.user"
+
+# What a logged path may hold as is: no space (it separates fields), no control character.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+
+
+def note_user(scope: Scope, username: str) -> None:
+    """The account a request proved, for its access-log line."""
+    scope[USER_KEY] = username
+
+
+class AccessLogMiddleware:
+    def __init__(self, app: ASGIApp, logger: logging.Logger = ACCESS_LOG) -> None:
+        self.app = app
+        self.logger = logger
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.logger.isEnabledFor(logging.INFO):
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        method = scope["method"]  # before HEAD is served as GET
+        status = 0
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording_send)
+        except Exception:
+            # Starlette's outermost error middleware answers it, outside this one.
+            status = status or 500
+            raise
+        finally:
+            self.logger.info(
+                "%s %s %d %.1fms %s %s",
+                method,
+                route_of(scope),
+                status,
+                (time.perf_counter() - started) * 1000,
+                client_of(scope),
+                user_of(scope),
+            )
+
+
+def route_of(scope: Scope) -> str:
+    route = scope.get("route")
+    if isinstance(route, Route):
+        return route.path
+    return quote(scope["path"], safe=_PATH_SAFE)
+
+
+def client_of(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "-"
+
+
+def user_of(scope: Scope) -> str:
+    user: str | None = scope.get(USER_KEY)
+    if user is None:
+        session = scope.get(SESSION_KEY)
+        if isinstance(session, RequestSession) and session.user is not None:
+            user = session.user.username
+    return quote(user, safe="") if user else "-"
