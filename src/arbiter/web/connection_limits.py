@@ -236,9 +236,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
     def body_period_over(self) -> None:
-        """A body gets another period only while it arrives at the minimum rate."""
+        """A body gets another period only while it arrives at the minimum rate,
+        or while the app, not the client, holds it back (uvicorn stops reading
+        when the app has not taken what was read)."""
         self.phase_timer = None
-        if self.period_body_bytes >= self.limits.body_min_rate * self.limits.body_timeout:
+        enough = self.limits.body_min_rate * self.limits.body_timeout
+        if self.period_body_bytes >= enough or self.flow.read_paused:
             self.start_phase_timer(self.limits.body_timeout, self.body_period_over)
             return
         log.debug("closed %s: request body not delivered in time", self.client)
