@@ -234,3 +234,23 @@ def test_a_beat_for_a_run_not_in_memory_is_answered_from_storage(
     assert runs.ingest.beat(worker(), run_id, task_id)["task_alive"] is False
     with pytest.raises(BadRequest):
         runs.ingest.beat(worker(key="zzzz"), run_id, task_id)
+
+
+def test_results_keep_the_workers_latest_measurements(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    """The official worker benches after request_task and sends its speed and CPU
+    features with every update_task; the task keeps them, as the reference does."""
+    run_id, task_id = started
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=2))
+    _, tasks = stored(storage, run_id)
+    unchanged = tasks[0].worker_info  # type: ignore[attr-defined]
+    measured = worker(nps=733216.0, ARCH="64bit BMI2")
+    runs.ingest.update_task(measured, run_id, task_id, pairs(dd=4))
+    _, tasks = stored(storage, run_id)
+    info = tasks[0].worker_info  # type: ignore[attr-defined]
+    assert (info["nps"], info["ARCH"]) == (733216.0, "64bit BMI2")
+    assert info["remote_addr"] == unchanged["remote_addr"]  # what the server added stays
+    assert {k: v for k, v in info.items() if k not in ("nps", "ARCH")} == {
+        k: v for k, v in unchanged.items() if k not in ("nps", "ARCH")
+    }

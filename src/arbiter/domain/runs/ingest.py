@@ -126,18 +126,24 @@ class ResultIngest:
             if problem is not None:
                 self._kill(state, task, worker, problem)
                 return {"task_alive": False, "error": f"{run_id}/{task_id}: {problem}"}
-            change = self._ingest(state, task, stats, spsa)
+            change = self._ingest(state, task, stats, spsa, worker)
             self._context.commit(state, change)
             alive = change.current(task).active and not change.run.finished
             return {"task_alive": alive}
 
     def _ingest(
-        self, state: RunState, task: TaskRecord, stats: Stats, spsa: SpsaResult | None
+        self,
+        state: RunState,
+        task: TaskRecord,
+        stats: Stats,
+        spsa: SpsaResult | None,
+        worker: WorkerInfo,
     ) -> Change:
         now = self._context.clock()
         played = stats.wins + stats.losses + stats.draws
         new_task = replace(
             task,
+            worker_info=measured_worker_info(task.worker_info, worker),
             wins=stats.wins,
             losses=stats.losses,
             draws=stats.draws,
@@ -386,3 +392,13 @@ def _advance_sprt(run: RunRecord) -> RunRecord:
     counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
     state = update_sprt(sprt, counts)
     return replace(run, args={**run.args, "sprt": dict(state)})
+
+
+def measured_worker_info(stored: dict[str, Any], worker: WorkerInfo) -> dict[str, Any]:
+    """The task's worker_info with the speed and CPU features the worker sends with
+    its results (the official worker measures them when its task starts, after
+    request_task), as the reference keeps them; the same object when they have
+    not changed, so the update does not rewrite the column."""
+    if stored.get("nps") == worker.nps and stored.get("ARCH") == worker.ARCH:
+        return stored
+    return {**stored, "nps": worker.nps, "ARCH": worker.ARCH}
