@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import chess.pgn
+import httpx2 as httpx
 import msgspec
 import pytest
 from starlette.testclient import TestClient
@@ -21,6 +22,7 @@ from arbiter.web import files_api
 from arbiter.web.app import create_app
 from arbiter.web.settings import Settings
 from tests.domain.runs.support import worker
+from tests.web.live_server import create_token, create_user, start_server, stop
 from tests.web.support import STRONG_PASSWORD, make_user, state
 
 GAMES = [
@@ -309,6 +311,25 @@ def test_download_counts_survive_a_clean_shutdown(settings: Settings, database_u
             client.get(f"/api/nn/{NET_NAME}")
         assert stored_downloads(database_url, NET_NAME) == 0
     assert stored_downloads(database_url, NET_NAME) == 7  # written by the lifespan's shutdown
+
+
+def test_a_real_server_writes_its_counts_when_stopped(tmp_path: Path, database_url: str) -> None:
+    data_dir = tmp_path / "server-data"
+    data_dir.mkdir()
+    server = start_server(data_dir, database_url)
+    try:
+        create_user(data_dir, "alice", database_url)
+        token = create_token(data_dir, "alice", database_url)
+        upload_url = f"{server.url}/api/upload_net?name={NET_NAME}"
+        reply = httpx.post(upload_url, content=NET, headers={"authorization": f"Bearer {token}"})
+        assert reply.status_code == 200, reply.text
+        for _ in range(4):
+            assert httpx.get(f"{server.url}/api/nn/{NET_NAME}").content == NET
+        assert httpx.head(f"{server.url}/api/nn/{NET_NAME}").status_code == 200
+        assert stored_downloads(database_url, NET_NAME) == 0
+    finally:
+        stop(server)  # SIGTERM: a clean stop (uvicorn then re-raises it: status -15)
+    assert stored_downloads(database_url, NET_NAME) == 4  # the HEAD is not one of them
 
 
 def test_a_secondary_writes_the_downloads_it_serves(settings: Settings, database_url: str) -> None:
