@@ -27,7 +27,7 @@ import logging
 import resource
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -110,23 +110,24 @@ def shown_path(target: bytes) -> str:
 
 
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with the limits above (one instance a connection).
-
-    State lives in class-level defaults until a connection changes it, so an
-    idle connection costs no more memory than uvicorn's own protocol.
-    """
+    """uvicorn's httptools protocol with the limits above (one instance a connection)."""
 
     limits: ClassVar[ConnectionLimits] = ConnectionLimits()
     max_connections: ClassVar[int] = 1 << 30
     last_cap_warning: ClassVar[float] = float("-inf")
 
-    phase = IDLE
-    head_bytes = 0  # bytes read since the current request began, while in its head
-    period_body_bytes = 0  # body bytes read in the current body period
-    phase_timer: asyncio.TimerHandle | None = None
-    phase_started = 0.0
-    answered = False  # a reply was written here; nothing more is read or served
-    turned_away = False  # over the cap: never served, never counted
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Every attribute is set here, in one order, so instances keep sharing
+        # their dict's keys: attributes set later would make each instance's
+        # dict a plain one, slowing every attribute access of uvicorn's hot path.
+        self.phase = IDLE
+        self.head_bytes = 0  # bytes read since the current request began, in its head
+        self.period_body_bytes = 0  # body bytes read in the current body period
+        self.phase_timer: asyncio.TimerHandle | None = None
+        self.phase_started = 0.0
+        self.answered = False  # a reply was written here; nothing more is read or served
+        self.turned_away = False  # over the cap: never served, never counted
 
     # ------------------------------------------------------------ connections
 
