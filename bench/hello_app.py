@@ -5,7 +5,10 @@ worker protocol's (a task for request_task, `task_alive` for task calls), so
 the same simulated fleet runs against it under the same schedule. Every
 figure of the fleet benchmark is also given as a ratio to this server's.
 
-Run: .venv/bin/python bench/hello_app.py --port P
+Run: .venv/bin/python bench/hello_app.py --port P [--stock-httptools]
+
+--stock-httptools serves it with uvicorn's own httptools protocol instead of
+Arbiter's connection-limited one (bench/connections.py overhead compares them).
 """
 
 import argparse
@@ -59,8 +62,12 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--stock-httptools", action="store_true")
     args = parser.parse_args()
-    uvicorn.Server(uvicorn_config(app, "127.0.0.1", args.port, "warning")).run()
+    config = uvicorn_config(app, "127.0.0.1", args.port, "warning")
+    if args.stock_httptools:
+        config.http = "httptools"
+    uvicorn.Server(config).run()
 
 
 if __name__ == "__main__":

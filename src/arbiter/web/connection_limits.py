@@ -118,9 +118,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Every attribute is set here, in one order, so instances keep sharing
-        # their dict's keys: attributes set later would make each instance's
-        # dict a plain one, slowing every attribute access of uvicorn's hot path.
+        # Every attribute is set here, in one order, so all instances keep
+        # sharing their dict's keys (attributes first set later, in varying
+        # orders, can give each instance a dict of its own).
         self.phase = IDLE
         self.head_bytes = 0  # bytes read since the current request began, in its head
         self.period_body_bytes = 0  # body bytes read in the current body period
