@@ -69,12 +69,14 @@ def test_a_login_still_answers_while_every_job_is_busy(settings: Settings) -> No
     assert all(name.startswith("arbiter-job_") for name in entered), entered
 
 
-def test_a_secondary_starts_no_scheduler(settings: Settings) -> None:
+def test_a_secondary_runs_only_the_download_count_flush(settings: Settings) -> None:
     def never(_state: AppState) -> Sequence[Job]:
-        raise AssertionError("a secondary must not build the job table")
+        raise AssertionError("a secondary must not build the primary's job table")
 
     with TestClient(create_app(settings.with_changes(role="secondary"), job_table=never)) as client:
-        assert state(client).jobs is None
+        scheduler = state(client).jobs
+        assert scheduler is not None
+        assert [status.name for status in scheduler.status()] == ["flush_download_counts"]
         assert client.get("/tests").status_code == 200
 
 
@@ -91,7 +93,7 @@ def test_a_primary_runs_the_job_table_until_shutdown(settings: Settings) -> None
         assert scheduler is not None
         names = {status.name for status in scheduler.status()}
         expected = {"purge_expired_sessions", "scavenge_dead_tasks", "refresh_run_rates"}
-        assert names == {*expected, "reload_book_catalogue"}
+        assert names == {*expected, "reload_book_catalogue", "flush_download_counts"}
         assert scheduler.run_now("purge_expired_sessions").result(timeout=30).last_error is None
     with pytest.raises(RuntimeError, match="stopped"):
         scheduler.run_now("purge_expired_sessions")
