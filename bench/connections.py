@@ -46,6 +46,11 @@ ROOT = harness.ROOT
 ENDLESS_GROWTH_GOAL_MIB = 128
 HEAD = b"POST /api/beat HTTP/1.1\r\nhost: 127.0.0.1\r\n"
 OPENING = 10.0  # s over which the tricklers first connect
+TRICKLING = {
+    "mixed": "half the head a line a second, half a body a byte a second",
+    "head": "the head a line a second",
+    "body": "a body a byte a second",
+}
 
 
 # ---------------------------------------------------------------- endless headers
@@ -194,7 +199,11 @@ async def trickle(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             tricklers = [
                 asyncio.create_task(
                     trickle_client(
-                        port, stop_at, index % 2 == 1, counts, index / args.clients * OPENING
+                        port,
+                        stop_at,
+                        sends_body(args.kind, index),
+                        counts,
+                        index / args.clients * OPENING,
                     )
                 )
                 for index in range(args.clients)
@@ -226,8 +235,8 @@ async def trickle(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     lines += [
         "",
         f"- {args.workers} workers at cadence x4, {args.duration:g} s per phase"
-        f" (ramp {args.ramp:g} s); {args.clients} trickling clients (half the head a line a"
-        " second, half a body a byte a second; default limits: head 20 s, body 30 s at"
+        f" (ramp {args.ramp:g} s); {args.clients} trickling clients ({TRICKLING[args.kind]};"
+        " default limits: head 20 s, body 30 s at"
         f" 16 KiB/s): {counts['connections']} connections, {counts['closed by server']}"
         f" closed by the server after {counts['seconds held before closed'] / closed:.0f} s on"
         f" average, refused {counts['refused']}.",
@@ -237,6 +246,11 @@ async def trickle(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     ]
     failed = crashes + (["p99 doubled"] if worst >= 2.0 else [])
     return lines, failed
+
+
+def sends_body(kind: str, index: int) -> bool:
+    """Which tricklers send a body: every other one (mixed), none (head) or all."""
+    return kind == "body" or (kind == "mixed" and index % 2 == 1)
 
 
 def unhandled_errors(log: str) -> tuple[list[str], int]:
@@ -345,6 +359,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2000, help="trickle: fleet size")
     parser.add_argument("--duration", type=float, default=60.0, help="trickle: s per phase")
     parser.add_argument("--ramp", type=float, default=20.0, help="trickle: fleet ramp")
+    parser.add_argument(
+        "--kind", choices=["mixed", "head", "body"], default="mixed", help="trickle: what trickles"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="overhead: rounds of each")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     return parser.parse_args(argv)
