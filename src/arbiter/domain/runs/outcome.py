@@ -8,7 +8,7 @@ from arbiter.domain.runs.documents import run_label
 from arbiter.domain.runs.registry import Change, RunState
 from arbiter.stats.elo import fixed_games_elo
 from arbiter.stats.sprt import sprt_results
-from arbiter.stats.sprt_elo import sprt_elo
+from arbiter.stats.sprt_elo import SprtElo, sprt_elo
 from arbiter.storage.records import RunRecord
 
 LOS_GREEN = 0.95
@@ -97,11 +97,13 @@ def finished_message(run: RunRecord) -> str:
 Estimate = tuple[float, float, float, float]  # Elo, interval low and high, LOS
 
 
-def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> Estimate | None:
+def sprt_elo_of(run: RunRecord, sprt: dict[str, Any]) -> SprtElo | None:
+    """The SPRT Elo estimate of a run's results (`sprt`: its args' sprt), or None
+    when the statistics cannot be computed. [THREAD] for pages and API views."""
     model = str(sprt["elo_model"])
     counts = sprt_results(model, run.wins, run.losses, run.draws, run.pentanomial)
     try:
-        found = sprt_elo(
+        return sprt_elo(
             counts,
             float(sprt["elo0"]),
             float(sprt["elo1"]),
@@ -112,7 +114,11 @@ def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> Estimate | None:
         )
     except (ValueError, ZeroDivisionError):
         return None
-    return found.elo, found.ci[0], found.ci[1], found.los
+
+
+def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> Estimate | None:
+    found = sprt_elo_of(run, sprt)
+    return None if found is None else (found.elo, found.ci[0], found.ci[1], found.los)
 
 
 def _fixed_estimate(run: RunRecord) -> Estimate | None:

@@ -11,10 +11,9 @@ from arbiter.domain.errors import NotFound
 from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs import bad_tasks
 from arbiter.domain.runs.documents import run_view, task_view
+from arbiter.domain.runs.outcome import sprt_elo_of
 from arbiter.domain.runs.ranking import NO_GAMES, NOT_APPROVED
 from arbiter.domain.runs.registry import RunContext, RunState
-from arbiter.stats.sprt import sprt_results
-from arbiter.stats.sprt_elo import sprt_elo
 from arbiter.stats.sprt_forecast import sprt_forecast
 from arbiter.storage.base import FinishedRunFilter
 from arbiter.storage.records import RunRecord, TaskRecord
@@ -238,21 +237,8 @@ def sprt_estimate(run: RunRecord) -> dict[str, object]:
     sprt = run.args.get("sprt")
     if sprt is None or run.wins + run.losses + run.draws == 0:
         return {}
-    model = sprt["elo_model"]
-    counts = sprt_results(model, run.wins, run.losses, run.draws, run.pentanomial)
-    try:
-        estimate = sprt_elo(
-            counts,
-            float(sprt["elo0"]),
-            float(sprt["elo1"]),
-            model,
-            alpha=float(sprt["alpha"]),
-            beta=float(sprt["beta"]),
-            ldw=[run.losses, run.draws, run.wins],
-        )
-    except (ValueError, ZeroDivisionError):
-        return {}
-    return estimate.as_dict()
+    estimate = sprt_elo_of(run, sprt)
+    return {} if estimate is None else estimate.as_dict()
 
 
 def why_no_workers(run: RunRecord, state: RunState | None) -> list[str]:

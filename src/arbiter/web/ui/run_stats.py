@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.errors import NotFound
+from arbiter.domain.runs.outcome import sprt_elo_of
 from arbiter.stats.elo import (
     DistributionStats,
     fixed_games_elo,
@@ -30,8 +31,8 @@ from arbiter.stats.llr import (
     llr_normalized,
     llr_normalized_approx,
 )
-from arbiter.stats.sprt import overshoot_corrections, sprt_results
-from arbiter.stats.sprt_elo import sprt_elo
+from arbiter.stats.sprt import overshoot_corrections
+from arbiter.stats.sprt_elo import SprtElo
 from arbiter.storage.records import RunRecord
 from arbiter.web.api import app_state
 from arbiter.web.templating import render
@@ -221,23 +222,10 @@ def live_elo(run: RunRecord) -> LiveElo:
     return LiveElo([gauge(los_gauge), gauge(llr_gauge), gauge(elo_gauge)], rows, decided)
 
 
-def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> Any:
+def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> SprtElo | None:
     if run.wins + run.losses + run.draws == 0:
         return None
-    model = str(sprt["elo_model"])
-    counts = sprt_results(model, run.wins, run.losses, run.draws, run.pentanomial)
-    try:
-        return sprt_elo(
-            counts,
-            float(sprt["elo0"]),
-            float(sprt["elo1"]),
-            model,
-            alpha=float(sprt["alpha"]),
-            beta=float(sprt["beta"]),
-            ldw=[run.losses, run.draws, run.wins],
-        )
-    except (ValueError, ZeroDivisionError):
-        return None
+    return sprt_elo_of(run, sprt)
 
 
 # ---------------------------------------------------------------- handlers
