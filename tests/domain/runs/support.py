@@ -9,6 +9,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.protocol.messages import Stats, WorkerInfo
 from arbiter.storage import Storage
 from arbiter.storage.base import NewUser
+from arbiter.storage.records import RunRecord
 
 T0 = 1_800_000_000.0
 
@@ -24,6 +25,41 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+def run_record(**changes: Any) -> RunRecord:
+    """An approved run with no games and no args, for tests of pure functions."""
+    fields: dict[str, Any] = {
+        "id": "",
+        "version": 1,
+        "username": "alice",
+        "start_time": 0.0,
+        "last_updated": 0.0,
+        "tc_base": 10.0,
+        "rescheduled_from": None,
+        "approved": True,
+        "approver": "root",
+        "finished": False,
+        "deleted": False,
+        "failed": False,
+        "failures": 0,
+        "is_green": False,
+        "is_yellow": False,
+        "workers": 0,
+        "cores": 0,
+        "committed_games": 0,
+        "total_games": 0,
+        "wins": 0,
+        "losses": 0,
+        "draws": 0,
+        "crashes": 0,
+        "time_losses": 0,
+        "pentanomial": [0, 0, 0, 0, 0],
+        "nps": 0.0,
+        "games_per_minute": 0.0,
+        "args": {},
+    }
+    return RunRecord(**{**fields, **changes})
 
 
 def make_user(storage: Storage, name: str, *, approver: bool = False) -> User:

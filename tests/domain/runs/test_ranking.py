@@ -7,38 +7,9 @@ from dataclasses import replace
 from arbiter.domain.runs.ranking import best_ranked, ranked
 from arbiter.domain.runs.registry import RunState
 from arbiter.storage.records import RunRecord
-from tests.domain.runs.support import worker
+from tests.domain.runs.support import run_record, worker
 
-BASE = RunRecord(
-    id="",
-    version=1,
-    username="alice",
-    start_time=0.0,
-    last_updated=0.0,
-    tc_base=10.0,
-    rescheduled_from=None,
-    approved=True,
-    approver="root",
-    finished=False,
-    deleted=False,
-    failed=False,
-    failures=0,
-    is_green=False,
-    is_yellow=False,
-    workers=0,
-    cores=0,
-    committed_games=0,
-    total_games=0,
-    wins=0,
-    losses=0,
-    draws=0,
-    crashes=0,
-    time_losses=0,
-    pentanomial=[0, 0, 0, 0, 0],
-    nps=0.0,
-    games_per_minute=0.0,
-    args={},
-)
+BASE = run_record()
 
 
 def run(run_id: str, *, priority: float = 0.0, cores: int = 0, itp: float = 100.0) -> RunRecord:

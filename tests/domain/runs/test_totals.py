@@ -6,38 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arbiter.domain.runs.totals import apply_change, differences, recompute
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import TaskRecord
+from tests.domain.runs.support import run_record
 
-RUN = RunRecord(
-    id="r" * 24,
-    version=1,
-    username="u",
-    start_time=0.0,
-    last_updated=0.0,
-    tc_base=10.0,
-    rescheduled_from=None,
-    approved=True,
-    approver="a",
-    finished=False,
-    deleted=False,
-    failed=False,
-    failures=0,
-    is_green=False,
-    is_yellow=False,
-    workers=0,
-    cores=0,
-    committed_games=0,
-    total_games=0,
-    wins=0,
-    losses=0,
-    draws=0,
-    crashes=0,
-    time_losses=0,
-    pentanomial=[0, 0, 0, 0, 0],
-    nps=0.0,
-    games_per_minute=0.0,
-    args={},
-)
+RUN = run_record(id="r" * 24, username="u", approver="a")
 
 
 def task(task_id: int, active: bool, cores: int, counts: list[int]) -> TaskRecord:
