@@ -13,7 +13,7 @@ from typing import Any
 
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
-from arbiter.domain.files.books import AnyBook, BookIndex
+from arbiter.domain.files.books import BookIndex
 from arbiter.domain.git import resolve_refs
 from arbiter.domain.modify_rules import Modifiable, RunFacts, RunKind, apply_modification
 from arbiter.domain.run_args import parse_run_args
@@ -35,12 +35,12 @@ class RunLifecycle:
     def __init__(
         self,
         context: RunContext,
-        resolve: RefResolver = resolve_with_git,
-        books: BookIndex | None = None,
+        resolve: RefResolver,
+        books: BookIndex,
     ) -> None:
         self._context = context
         self._resolve = resolve
-        self._books = books or AnyBook()
+        self._books = books
         # Finished runs live only in storage; changes to them are rare, one at a time.
         self._offline = threading.Lock()
 

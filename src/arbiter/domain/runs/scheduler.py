@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from arbiter.domain.accounts import User
-from arbiter.domain.files.books import AnyBook, BookIndex
+from arbiter.domain.files.books import BookIndex
 from arbiter.domain.runs.admission import AdmissionGate
 from arbiter.domain.runs.documents import results_view, wire_args
 from arbiter.domain.runs.ingest import retire_task
@@ -142,12 +142,12 @@ class TaskScheduler:
         context: RunContext,
         gate: AdmissionGate,
         blocked: BlockedMachines,
-        books: BookIndex | None = None,
+        books: BookIndex,
     ) -> None:
         self._context = context
         self._gate = gate
         self._blocked = blocked
-        self._books = books or AnyBook()
+        self._books = books
         self._queue: deque[_Call] = deque()
         self._wakeup = threading.Condition()  # guards _queue and _thread
         self._thread: threading.Thread | None = None
