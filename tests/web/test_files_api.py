@@ -397,3 +397,16 @@ def test_a_path_ending_in_a_newline_is_not_a_file(client: TestClient, repo_url: 
         reply = client.get(path)
         assert reply.status_code == 404, path
         assert reply.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_book_the_catalogue_gains_goes_to_the_official_worker_at_once(
+    client: TestClient, repo_url: str
+) -> None:
+    """The scheduler works out a run's needs once; a new catalogue must redo them."""
+    run_id = submit_approved(client, repo_url, book=DEFAULT_BOOK)
+    assert "run" not in client.post("/api/request_task", json=worker_body()).json()
+    library = state(client).books
+    counts = {"total": 1, "white": 1, "black": 0, "min_depth": None, "max_depth": None}
+    library.import_catalogue({DEFAULT_BOOK: {**counts, "sri": library.sri(DEFAULT_BOOK)}}, "op")
+    reply = client.post("/api/request_task", json=worker_body()).json()
+    assert reply["run"]["_id"] == run_id, reply
