@@ -13,6 +13,7 @@ is checked. upload_pgn's storage is tested in test_files_api.py.
 import copy as copy_module
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -28,7 +29,7 @@ from arbiter.domain.runs.scheduler import TOO_BUSY
 from arbiter.domain.workers import WorkerBlocks
 from arbiter.protocol import WORKER_PATHS, WORKER_VERSION
 from arbiter.protocol.messages import Stats
-from arbiter.web.worker_api import OVER_SHARE_PAUSE
+from arbiter.web.worker_api import MACHINE_LIMIT_PAUSE, OVER_SHARE_PAUSE
 from tests.domain.runs.support import pairs
 from tests.web.api_support import (
     PGN,
@@ -566,8 +567,12 @@ def test_the_machine_limit_caps_tasks_per_address(api: TestClient, repo_url: str
         "error": "Machine limit reached for user alice.",
         "duration": reply["duration"],
     }
+    # Refused after a pause, so a client re-sending at once cannot flood the core.
+    assert reply["duration"] >= MACHINE_LIMIT_PAUSE
     add_user(api, "bob")
+    started = time.monotonic()
     assert "task_id" in take_task(api, "bob", key="m99")  # the limit is per user
+    assert time.monotonic() - started < MACHINE_LIMIT_PAUSE  # and so is the pause
 
 
 def test_a_full_admission_gate_is_too_busy_at_once(api: TestClient, task: tuple[str, int]) -> None:

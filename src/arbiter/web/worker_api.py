@@ -30,6 +30,8 @@ from arbiter.web.jsonio import json_reply, read_body
 
 MAX_LOG_MESSAGE = 5120
 OVER_SHARE_PAUSE = 1.0  # s before "too busy" to an account holding its share of the gate
+# s before a call from an account and address at their machine limit is looked at
+MACHINE_LIMIT_PAUSE = 1.0
 
 
 def remote_address(request: Request) -> str:
@@ -40,6 +42,14 @@ async def request_task(request: Request) -> Response:
     body = await read_body(request, RequestTaskRequest)
     user = await authenticated_worker(request, body)
     scheduler = app_state(request).runs.scheduler
+    address = remote_address(request)
+    if scheduler.at_machine_limit(user, address):
+        # Such a call is refused unless a task ends meanwhile. A client that
+        # re-sends each refusal at once would otherwise make hundreds of calls a
+        # second, each costing the core the fleet shares; after the pause (no
+        # thread or gate place held) it makes one a second per call in flight,
+        # and gets the reference's answer, only later.
+        await asyncio.sleep(MACHINE_LIMIT_PAUSE)
     if not scheduler.admit(user):
         if scheduler.holds_share(user):
             # An account past its share is flooding: its "too busy" comes after a
@@ -49,7 +59,7 @@ async def request_task(request: Request) -> Response:
         return json_reply(request, too_busy())
     # Answered by the scheduling thread (which gives the gate's place back);
     # waiting holds no threadpool thread.
-    reply = await scheduler.assign_task_async(body.worker_info, user, remote_address(request))
+    reply = await scheduler.assign_task_async(body.worker_info, user, address)
     return json_reply(request, reply)
 
 

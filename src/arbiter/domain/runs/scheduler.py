@@ -174,6 +174,13 @@ class TaskScheduler:
         refused was refused for that, not because the whole gate was full."""
         return self._gate.holds_share(user.username)
 
+    def at_machine_limit(self, user: User, remote_addr: str) -> bool:
+        """Whether `user` already runs its machine limit of tasks from this address,
+        so a call from there now would be refused (a hint read from memory: the
+        scheduling thread decides). Never blocks, so the web layer asks it on the
+        event loop."""
+        return self._context.registry.tasks_from(user.username, remote_addr) >= user.machine_limit
+
     def assign_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """request_task for a caller let in by `admit`: blocks until the scheduling
         thread has answered (not for the event loop)."""
