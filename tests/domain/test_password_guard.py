@@ -87,6 +87,31 @@ def test_a_refused_caller_gives_back_its_place_in_the_waiting_room() -> None:
         pass
 
 
+def test_the_gate_says_it_is_full_only_when_a_caller_would_be_turned_away() -> None:
+    gate = HashingGate(concurrency=1, waiting=1, wait_seconds=30.0)
+    assert not gate.full()
+    with holders(gate, 1):
+        assert not gate.full()  # one may still wait
+    busy = HashingGate(concurrency=1, waiting=0, wait_seconds=30.0)
+    with holders(busy, 1):
+        assert busy.full()
+    assert not busy.full()
+
+
+def test_refuse_early_raises_what_the_guess_would_meet_before_argon2() -> None:
+    clock = Clock()
+    guard = PasswordGuard(
+        PasswordLimits(account_free_failures=0, argon2_concurrency=1, argon2_waiting=0), clock
+    )
+    guard.refuse_early("alice", "192.0.2.1")  # nothing stands in the way
+    with holders(guard.gate, 1), pytest.raises(PasswordChecksBusy):
+        guard.refuse_early("alice", "192.0.2.1")
+    guard.failed("alice", "192.0.2.1")
+    with pytest.raises(TooManyAttempts):
+        guard.refuse_early("ALICE", "192.0.2.7")  # the account waits, from any address
+    guard.refuse_early("bob", "192.0.2.1")
+
+
 def test_the_account_waits_after_its_free_failures() -> None:
     clock = Clock()
     guard = PasswordGuard(LIMITS, clock)

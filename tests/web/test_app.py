@@ -1,5 +1,9 @@
 """The app factory and lifespan: threadpool size, single-process primary, migrations."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 from anyio.to_thread import current_default_thread_limiter
 from starlette.testclient import TestClient
@@ -7,6 +11,10 @@ from starlette.testclient import TestClient
 from arbiter.web.app import create_app, require_single_process_on_primary
 from arbiter.web.settings import TASK_SEMAPHORE_SIZE, THREADPOOL_TOKENS, Settings, SettingsError
 from tests.web.support import state
+
+PRINT_ARGON2_CONCURRENCY = (
+    "from arbiter.web.settings import Settings; print(Settings().argon2_concurrency)"
+)
 
 
 def test_seed_constants() -> None:
@@ -53,6 +61,21 @@ def test_the_gate_share_per_account_is_read_and_bounded_by_the_gate() -> None:
     for bad in ("-1", "6"):
         with pytest.raises(SettingsError, match="ARBITER_TASK_SEMAPHORE_PER_ACCOUNT"):
             Settings.from_env({"ARBITER_TASK_SEMAPHORE_PER_ACCOUNT": bad})
+
+
+def test_argon2_runs_on_half_the_cpus_by_default() -> None:
+    """So a flood of guesses leaves the event loop cores (or, pinned to one core,
+    a share of it); the setting overrides it."""
+    pinned = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-c", PRINT_ARGON2_CONCURRENCY],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert pinned.stdout.strip() == "1"
+    cpus = len(os.sched_getaffinity(0))
+    assert Settings.from_env({}).argon2_concurrency == max(1, cpus // 2)
+    assert Settings.from_env({"ARBITER_ARGON2_CONCURRENCY": "3"}).argon2_concurrency == 3
 
 
 def test_postgres_urls_select_psycopg() -> None:

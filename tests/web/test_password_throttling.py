@@ -73,6 +73,30 @@ def test_the_login_form_throttles_beside_the_password_field(client: TestClient) 
     assert log_in(client, "alice", STRONG_PASSWORD).status_code == 303
 
 
+def test_a_refused_login_is_answered_before_any_database_or_argon2_work(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Throttled or busy, a guess is refused on the event loop: a flood of them
+    takes no threadpool thread and reads nothing."""
+    with app(tmp_path, database_url, monkeypatch, argon2_concurrency=1, argon2_waiting=0) as api:
+        add_user(api, "alice")
+        accounts = state(api).accounts
+        calls: list[str] = []
+        authenticate = accounts.authenticate
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.append(args[0])
+            return authenticate(*args, **kwargs)
+
+        monkeypatch.setattr(accounts, "authenticate", counted)
+        for _ in range(3):
+            assert log_in(api, "alice", WRONG).status_code == 401
+        assert log_in(api, "alice", STRONG_PASSWORD).status_code == 429
+        with accounts.guard.gate.slot():  # the gate's one place taken
+            assert log_in(from_address(api, "198.51.100.9"), "bob", WRONG).status_code == 503
+        assert calls == ["alice"] * 3
+
+
 def test_an_account_is_throttled_from_every_address(client: TestClient) -> None:
     for _ in range(3):
         assert log_in(client, "alice", WRONG).status_code == 401

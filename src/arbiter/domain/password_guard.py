@@ -58,15 +58,25 @@ class Throttled:
 class HashingGate:
     def __init__(self, concurrency: int, waiting: int, wait_seconds: float) -> None:
         self._running = threading.BoundedSemaphore(concurrency)
-        self._admitted = threading.BoundedSemaphore(concurrency + waiting)
+        self._places = concurrency + waiting
+        self._admitted = 0  # callers running or waiting, under _lock
+        self._lock = threading.Lock()
         self._wait_seconds = wait_seconds
+
+    def full(self) -> bool:
+        """Whether a caller now would be turned away at once (a hint: places come
+        and go). Never blocks."""
+        with self._lock:
+            return self._admitted >= self._places
 
     @contextmanager
     def slot(self) -> Iterator[None]:
         """Hold one of the argon2 slots; PasswordChecksBusy when none comes free in
         time, or when too many callers wait already (then without waiting at all)."""
-        if not self._admitted.acquire(blocking=False):
-            raise PasswordChecksBusy
+        with self._lock:
+            if self._admitted >= self._places:
+                raise PasswordChecksBusy
+            self._admitted += 1
         try:
             if not self._running.acquire(timeout=self._wait_seconds):
                 raise PasswordChecksBusy
@@ -75,7 +85,8 @@ class HashingGate:
             finally:
                 self._running.release()
         finally:
-            self._admitted.release()
+            with self._lock:
+                self._admitted -= 1
 
 
 class PasswordGuard:
@@ -105,6 +116,16 @@ class PasswordGuard:
         )
         if wait > 0:
             raise TooManyAttempts(wait)
+
+    def refuse_early(self, username: str, address: str) -> None:
+        """What a guess would be refused with before argon2, raised before anything
+        else is done for it: TooManyAttempts while the account or the address
+        must wait, PasswordChecksBusy while the argon2 gate is full. Memory only,
+        never blocks: the web layer asks it on the event loop, so a flood of
+        refused guesses costs no thread and no database read."""
+        self.check(username, address)
+        if self.gate.full():
+            raise PasswordChecksBusy
 
     def failed(self, username: str, address: str) -> list[Throttled]:
         """Count a wrong password against the account and the address; returns the

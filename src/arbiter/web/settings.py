@@ -20,6 +20,14 @@ TASK_SEMAPHORE_SIZE = 5
 
 ENV_PREFIX = "ARBITER_"
 
+
+def half_the_cpus() -> int:
+    """Half the CPUs this process may run on, at least one: argon2 calls at once by
+    default, so a flood of password guesses never takes every core from the
+    event loop (on one core it shares it)."""
+    return max(1, len(os.sched_getaffinity(0)) // 2)
+
+
 Role = Literal["primary", "secondary"]
 
 
@@ -66,7 +74,7 @@ class Settings:
     password_address_free_failures: int = 20
     password_max_delay_seconds: int = 900
     password_forget_seconds: int = 3600
-    argon2_concurrency: int = 2
+    argon2_concurrency: int = field(default_factory=half_the_cpus)
     argon2_waiting: int = 8
     argon2_wait_ms: int = 500
     signups_per_address_per_hour: int = 5

@@ -39,6 +39,7 @@ async def login(request: Request) -> Response:
     state = app_state(request)
     password, address = form.get("password", ""), client_address(request)
     try:
+        state.accounts.guard.refuse_early(username, address)
         user = await run_in_threadpool(
             lambda: state.accounts.authenticate(username, password, address=address)
         )
