@@ -13,8 +13,9 @@ endless-headers: N clients each send a request head that never ends, as fast
 trickle: a fleet at cadence x4 plays against a primary three times: alone,
   beside N clients that trickle (half send their head one line a second, half
   a complete head and then a body one byte a second, reconnecting whenever
-  closed; they first connect over 10 s), and alone again; the workers' p99
-  per endpoint beside the tricklers must stay under twice the mean alone.
+  closed; they first connect over 10 s, from a process of their own), and
+  alone again; the workers' p99 per endpoint beside the tricklers must stay
+  under twice the mean alone.
 overhead: the raw-ASGI hello app served by uvicorn's httptools protocol and by
   ours, in alternate rounds: server CPU per reply and replies per second.
 Server pinned to CPU 0, this generator to CPU 1; default limits throughout.
@@ -31,6 +32,8 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+
+import uvloop
 
 if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -183,6 +186,37 @@ async def trickle_client(
             connection.close()
 
 
+async def tricklers(args: argparse.Namespace) -> None:
+    """The tricklers alone, in a process of their own (started by `trickle`):
+    prints their counts as one JSON line when they are done."""
+    stop_at = clock() + OPENING + args.seconds
+    counts: Counter[str] = Counter()
+    await asyncio.gather(
+        *(
+            trickle_client(
+                args.port,
+                stop_at,
+                sends_body(args.kind, index),
+                counts,
+                index / args.clients * OPENING,
+            )
+            for index in range(args.clients)
+        )
+    )
+    print(json.dumps(counts), flush=True)
+
+
+def start_tricklers(port: int, args: argparse.Namespace, seconds: float) -> subprocess.Popen[str]:
+    """The tricklers in a process of their own on the generator's core: in the
+    fleet's event loop their reconnections would delay the fleet's own sends and
+    reads, and be counted as the server's latency."""
+    command = [sys.executable, str(Path(__file__).resolve()), "tricklers"]
+    command += ["--port", str(port), "--clients", str(args.clients), "--kind", args.kind]
+    command += ["--seconds", str(seconds)]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+
+
 async def trickle(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     options = Options(args.workers, args.duration, 4.0, args.ramp, args.workers, chaos=False)
     with harness.scratch_dir("arbiter-trickle-") as scratch:
@@ -194,24 +228,12 @@ async def trickle(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             pid, port = server.process.pid, harness.port_of(server)
             config = fleet_config(options, accounts, strict=True)
             alone, _ = await run_phase("alone", pid, port, config, options)
-            counts: Counter[str] = Counter()
-            stop_at = clock() + OPENING + args.duration + 2.0
-            tricklers = [
-                asyncio.create_task(
-                    trickle_client(
-                        port,
-                        stop_at,
-                        sends_body(args.kind, index),
-                        counts,
-                        index / args.clients * OPENING,
-                    )
-                )
-                for index in range(args.clients)
-            ]
+            children = start_tricklers(port, args, args.duration + 2.0)
             await asyncio.sleep(OPENING)
             config.generation = 1  # new machine names: the first fleet's tasks stay theirs
             beside, _ = await run_phase("beside tricklers", pid, port, config, options)
-            await asyncio.gather(*tricklers)
+            output, _ = await asyncio.to_thread(children.communicate)
+            counts: Counter[str] = Counter(json.loads(output.strip().splitlines()[-1]))
             config.generation = 2
             again, _ = await run_phase("alone again", pid, port, config, options)
             log = server.output()
@@ -240,6 +262,13 @@ async def trickle(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         f" 16 KiB/s): {counts['connections']} connections, {counts['closed by server']}"
         f" closed by the server after {counts['seconds held before closed'] / closed:.0f} s on"
         f" average, refused {counts['refused']}.",
+        "- Load generator (the fleet's process) per phase: "
+        + "; ".join(
+            f"{phase.name} {phase.client_cpu / phase.window * 100:.0f}% of its core,"
+            f" {phase.late_sends} sends over 10 ms late"
+            for phase in (alone, beside, again)
+        )
+        + " (the tricklers run in a process of their own on the same core).",
         f"- Errors alone: {alone.errors or 'none'}; beside: {beside.errors or 'none'};"
         f" alone again: {again.errors or 'none'}; unhandled server exceptions:"
         f" {len(crashes)} (bodies cut short logged {disconnects} ClientDisconnect tracebacks).",
@@ -353,7 +382,7 @@ TITLES = {
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("scenario", choices=[*sorted(SCENARIOS), "tricklers"])
     parser.add_argument("--clients", type=int, default=100, help="abusive clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="endless-headers, overhead: s")
     parser.add_argument("--workers", type=int, default=2000, help="trickle: fleet size")
@@ -363,12 +392,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--kind", choices=["mixed", "head", "body"], default="mixed", help="trickle: what trickles"
     )
     parser.add_argument("--rounds", type=int, default=2, help="overhead: rounds of each")
+    parser.add_argument("--port", type=int, default=0, help="tricklers: the server's port")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return harness.run_scenario("connections", SCENARIOS, TITLES, parse_args(argv))
+    args = parse_args(argv)
+    if args.scenario == "tricklers":  # the child process of `trickle`
+        harness.pin_self_to_client_core()
+        uvloop.run(tricklers(args))
+        return 0
+    return harness.run_scenario("connections", SCENARIOS, TITLES, args)
 
 
 if __name__ == "__main__":
