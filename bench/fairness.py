@@ -1,7 +1,7 @@
 """Fairness of the request_task gate (issue 16): one account floods, the fleet goes on.
 
 Run: .venv/bin/python bench/fairness.py [--seconds 30] [--rate 40] [--runs 20] [--write]
-     [--database-url URL] [--compare-src DIR]
+     [--database-url URL] [--compare-src DIR --compare-label TEXT]
 
 Honest workers of 8 accounts ask for tasks open-loop at `--rate` calls per
 second (each call a new machine, from its own address), and their latency is
@@ -12,9 +12,9 @@ address. Both phases run against a server with the default share, then
 against a second server for comparison: one where an account may hold the
 whole gate (ARBITER_TASK_SEMAPHORE_PER_ACCOUNT=5), or with `--compare-src`
 the `src/` of another checkout (e.g. `git archive <commit> src | tar -x -C
-DIR`: the code before the share). The honest-only phase on the same server is
-each flood phase's baseline. Server pinned to CPU 0, this generator to CPU 1;
-loopback only.
+DIR`: the code before a change), named in the table by `--compare-label`.
+The honest-only phase on the same server is each flood phase's baseline.
+Server pinned to CPU 0, this generator to CPU 1; loopback only.
 """
 
 import argparse
@@ -212,7 +212,7 @@ async def fairness(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         fair = await server_phases(data, accounts, args, env={}, label=label, repo=repo)
         if args.compare_src:
             other = {"PYTHONPATH": str(Path(args.compare_src).absolute() / "src")}
-            label = f"before the share ({args.compare_label})"
+            label = args.compare_label or f"the code in {args.compare_src}"
         else:
             other = {"ARBITER_TASK_SEMAPHORE_PER_ACCOUNT": str(TASK_SEMAPHORE_SIZE)}
             label = "share = the whole gate"
@@ -253,7 +253,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=20, help="active runs")
     parser.add_argument("--database-url", default="", help="PostgreSQL URL (default SQLite)")
     parser.add_argument("--compare-src", default="", help="a checkout to compare with")
-    parser.add_argument("--compare-label", default="", help="what that checkout is")
+    parser.add_argument(
+        "--compare-label", default="", help="the comparison's row label (what that checkout is)"
+    )
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
     args.scenario = "flood"
