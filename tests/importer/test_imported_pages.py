@@ -1,0 +1,74 @@
+"""An imported dump served: the run pages, the API and a login with a password
+Fishtest kept in clear, on both backends."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from arbiter.cli import main
+from arbiter.web.app import create_app
+from arbiter.web.settings import Settings
+from tests.importer import small_dump
+from tests.importer.fishtest_dump import CLEAR_PASSWORD, oid
+from tests.importer.small_dump import BAYES, DELETED, LIVE_SPSA, OLD_FIXED, SPRT
+from tests.web.support import log_in
+
+RUN_IDS = [str(oid(n)) for n in range(1, 11) if str(oid(n)) != DELETED]  # a deleted run has none
+
+
+@pytest.fixture
+def client(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TestClient]:
+    monkeypatch.setenv("ARBITER_ARGON2_TIME_COST", "1")
+    monkeypatch.setenv("ARBITER_ARGON2_MEMORY_KIB", "8")
+    dump = small_dump.build(tmp_path)
+    data = tmp_path / "data"
+    command = ["import", "fishtest", str(dump), "--database-url", database_url]
+    assert main([*command, "--data-dir", str(data)]) == 0
+    settings = Settings(
+        data_dir=data,
+        database_url=database_url,
+        secret_key="test-secret",
+        argon2_time_cost=1,
+        argon2_memory_kib=8,
+    )
+    with TestClient(create_app(settings), base_url="http://testserver") as test_client:
+        yield test_client
+
+
+def test_every_imported_run_has_its_page_and_api_view(client: TestClient) -> None:
+    for run_id in RUN_IDS:
+        page = client.get(f"/tests/view/{run_id}")
+        assert page.status_code == 200, (run_id, page.text[:500])
+        assert client.get(f"/tests/stats/{run_id}").status_code == 200, run_id
+        view = client.get(f"/api/get_run/{run_id}").json()
+        assert view["_id"] == run_id
+    assert "LLR: " in client.get(f"/tests/view/{SPRT}").text
+    bayes = client.get(f"/api/get_run/{BAYES}").json()
+    assert bayes["args"]["sprt"]["elo_model"] == "BayesElo"
+    assert bayes["results"]["wins"] == 150
+    assert "Elo: " in client.get(f"/tests/view/{OLD_FIXED}").text  # rated on [L, D, W]
+    assert client.get("/tests").status_code == 200
+    finished = client.get("/api/finished_runs?page=1").json()
+    assert SPRT in finished
+
+
+def test_bad_tasks_spsa_and_actions_are_served_as_in_fishtest(client: TestClient) -> None:
+    bad = client.get(f"/api/get_task/{SPRT}/0bad").json()
+    assert bad["task_id"] == 1
+    assert bad["stats"]["wins"] == 100
+    live = client.get(f"/api/get_run/{LIVE_SPSA}").json()
+    assert live["args"]["spsa"]["iter"] == 14
+    assert not live["finished"]
+    actions = client.post("/api/actions", json={"run_id": SPRT}).json()
+    assert {action["_id"] for action in actions} >= {str(oid(201)), str(oid(205))}
+    assert client.get("/actions").status_code == 200
+    assert client.get("/workers").status_code == 200
+
+
+def test_a_user_logs_in_with_the_password_fishtest_kept(client: TestClient) -> None:
+    log_in(client, "Alice", CLEAR_PASSWORD)
+    assert "Alice" in client.get("/user").text
