@@ -373,3 +373,29 @@ def test_the_check_lists_a_run_whose_stored_counts_differ_from_the_dump(
         *((BAYES, quantity) for quantity in ("elo", "ci_low", "ci_high", "los", "llr")),
     }
     assert report.runs == 8
+
+
+def test_documents_the_database_refuses_are_skipped_alone(
+    tmp_path: Path, postgres_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PostgreSQL refuses a NUL character in text: the batch is written again one
+    action at a time, and only the refused one is skipped, with the reason."""
+    db = tmp_path / "dump" / "fishtest_new"
+    actions = [
+        {"_id": oid(900 + n), "time": T0.timestamp() + n, "action": "log_message",
+         "username": "Alice", "message": "with a \x00 NUL" if n == 2 else f"message {n}"}
+        for n in range(5)
+    ]  # fmt: skip
+    write_collection(db, "actions", actions)
+    assert run_import(tmp_path / "dump", postgres_database_url, tmp_path / "data") == 0
+    out = capsys.readouterr().out
+    assert "actions: 4 imported, 1 skipped" in out
+    assert "refused by the database: " in out
+    assert str(oid(902)) in out
+    engine = make_engine(postgres_database_url, pool_size=1)
+    try:
+        with engine.connect() as connection:
+            stored = connection.execute(text("SELECT message FROM actions ORDER BY id")).scalars()
+            assert list(stored) == ["message 0", "message 1", "message 3", "message 4"]
+    finally:
+        engine.dispose()

@@ -19,12 +19,14 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from sqlalchemy.exc import DBAPIError
 
-from arbiter.importer.collections import IGNORED, Document, Kind, Prepared, example_id, kinds
+from arbiter.importer.collections import IGNORED, Document, Kind, Prepared, kinds
 from arbiter.importer.dump import BadDocument, CollectionFile, DocumentStream, fingerprint
 from arbiter.importer.progress import Progress
 from arbiter.importer.report import CollectionReport, ImportReport
+from arbiter.importer.runs import ImportedRun
 from arbiter.storage import Storage
 from arbiter.storage.errors import StorageUnavailable
+from arbiter.storage.records import NetRecord
 
 log = logging.getLogger(__name__)
 
@@ -143,25 +145,25 @@ class FishtestImport:
         for reason, example in prepared.skipped:
             report.skip(reason, example)
         report.notes.update(prepared.notes)
+        imported = report.imported
         try:
             with self._storage.write() as tx:
                 kind.write(tx, prepared.items)
-                report.imported += len(prepared.items)
+                report.imported += len(prepared.items)  # the marker counts them
                 tx.kv.set(key, report.to_marker())
             return
         except StorageUnavailable:
             raise
         except DBAPIError:
-            report.imported -= len(prepared.items)
+            report.imported = imported
             log.info("a batch of %s was refused; writing it one item at a time", report.name)
-        self._commit_one_by_one(key, kind, prepared, batch, report)
+        self._commit_one_by_one(key, kind, prepared, report)
 
     def _commit_one_by_one(
         self,
         key: str,
         kind: Kind,
         prepared: Prepared,
-        batch: list[Document],
         report: CollectionReport,
     ) -> None:
         for item in prepared.items:
@@ -177,15 +179,21 @@ class FishtestImport:
                 report.imported += 1
         with self._storage.write() as tx:
             tx.kv.set(key, report.to_marker())
-        del batch
 
 
-def _item_id(item: object) -> str | None:
-    for name in ("id", "name", "username"):
-        inner = getattr(item, "run", item)
-        value = getattr(inner, name, None)
-        if isinstance(value, str):
-            return value
+def _item_id(item: object) -> str | None:  # noqa: PLR0911 - one return per kind of item
+    """What names an item in the report: a run's or action's id, a user's or
+    net's name, a PGN's run-task, a worker's or key's name."""
+    if isinstance(item, ImportedRun):
+        return item.run.id
+    if isinstance(item, NetRecord):
+        return item.name
+    if isinstance(item, tuple):
+        return str(item[0])
     if isinstance(item, dict):
-        return example_id(item) or str(item.get("username") or item.get("fishtest_id") or "")
+        if item.get("fishtest_id"):
+            return str(item["fishtest_id"])
+        if "pgn_zip" in item:
+            return f"{item['run_id']}-{item['task_id']}"
+        return str(item.get("username", "")) or None
     return None
