@@ -70,7 +70,8 @@ def find_collections(dump_dir: Path) -> dict[str, CollectionFile]:
     database directory inside it (`fishtest_new` when there are several)."""
     if not dump_dir.is_dir():
         raise DumpError(f"{dump_dir} is not a directory")
-    direct = _collections_in(dump_dir)
+    # `mongodump --oplog` adds oplog.bson beside the database directories.
+    direct = {name: file for name, file in _collections_in(dump_dir).items() if name != "oplog"}
     if direct:
         return direct
     databases = {
