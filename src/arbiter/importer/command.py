@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from arbiter.admin import open_storage, settings_from_args
@@ -34,12 +35,16 @@ def import_command(args: argparse.Namespace) -> int:
                 options=options,
                 progress=Progress(),
             )
+            started = time.perf_counter()
             report = importer.run()
             print("\n".join(report.lines()))
+            print(f"import took {time.perf_counter() - started:.1f} s")
             if args.no_check or "runs" not in files:
                 return 0
+            started = time.perf_counter()
             check = check_import(storage, files["runs"], files.get("actions"))
             print("\n".join(check.lines()))
+            print(f"check took {time.perf_counter() - started:.1f} s")
             return EXIT_DIFFERENCES if check.differences or check.missing else 0
     except (DumpError, TargetNotEmpty, SettingsError, DatabaseNotOpened) as error:
         print(f"arbiter: {error}", file=sys.stderr)
