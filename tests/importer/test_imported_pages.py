@@ -50,7 +50,10 @@ def test_every_imported_run_has_its_page_and_api_view(client: TestClient) -> Non
     bayes = client.get(f"/api/get_run/{BAYES}").json()
     assert bayes["args"]["sprt"]["elo_model"] == "BayesElo"
     assert bayes["results"]["wins"] == 150
-    assert "Elo: " in client.get(f"/tests/view/{OLD_FIXED}").text  # rated on [L, D, W]
+    old_page = client.get(f"/tests/view/{OLD_FIXED}").text
+    assert "Elo: " in old_page  # rated on [L, D, W]
+    assert "Ptnml(0-2)" not in old_page  # it has no pentanomial, not an empty one
+    assert "Ptnml(0-2): 5, 41, 98, 45, 11" in client.get(f"/tests/view/{SPRT}").text
     assert client.get("/tests").status_code == 200
     finished = client.get("/api/finished_runs?page=1").json()
     assert SPRT in finished

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from markupsafe import Markup
 
 from arbiter.domain.runs.documents import hash_mib
-from arbiter.domain.runs.outcome import elo_counts, games_of
+from arbiter.domain.runs.outcome import elo_counts, games_of, pentanomial_of
 from arbiter.stats.elo import fixed_games_elo, nelo_summary
 from arbiter.storage.records import RunRecord
 
@@ -91,7 +91,8 @@ def result_lines(run: RunRecord) -> list[str]:
         if normalized:
             lines.append(normalized)
     lines.append(f"Games: {games_of(run)} W: {run.wins} L: {run.losses} D: {run.draws}")
-    lines.append("Ptnml(0-2): " + ", ".join(str(count) for count in run.pentanomial))
+    if pentanomial_of(run) is not None:  # none for a run from before pairs were counted
+        lines.append("Ptnml(0-2): " + ", ".join(str(count) for count in run.pentanomial))
     return lines
 
 
