@@ -75,3 +75,32 @@ def test_bad_tasks_spsa_and_actions_are_served_as_in_fishtest(client: TestClient
 def test_a_user_logs_in_with_the_password_fishtest_kept(client: TestClient) -> None:
     log_in(client, "Alice", CLEAR_PASSWORD)
     assert "Alice" in client.get("/user").text
+
+
+def test_actions_are_found_by_their_fishtest_ids(client: TestClient) -> None:
+    from arbiter.domain.actions import wire_id
+    from arbiter.storage.base import ActionFilter
+    from tests.importer.fishtest_dump import T0
+    from tests.web.support import state
+
+    storage = state(client).storage
+    with storage.write() as tx:
+        tx.actions.add(time=T0.timestamp() + 100, action="log_message", username="x", message="new")
+    with storage.read() as tx:
+        native = tx.actions.query(ActionFilter(max_count=1))[0]
+    native_id, imported_id = wire_id(native), str(oid(205))
+    # What the time and row of the imported action would make: not its _id.
+    lookalike = f"{int(T0.timestamp()) + 5:08x}{5:016x}"
+
+    def ids(query: dict[str, object]) -> set[str]:
+        reply = client.post("/api/actions", json=query)
+        assert reply.status_code == 200, reply.text
+        return {action["_id"] for action in reply.json()}
+
+    assert ids({"_id": imported_id}) == {imported_id}
+    assert ids({"_id": native_id}) == {native_id}
+    assert ids({"_id": {"$in": [imported_id, native_id, lookalike]}}) == {imported_id, native_id}
+    assert ids({"_id": lookalike}) == set()
+    everything = ids({})
+    assert ids({"_id": {"$ne": imported_id}}) == everything - {imported_id}
+    assert ids({"_id": {"$nin": [native_id, lookalike]}}) == everything - {native_id}
