@@ -104,3 +104,18 @@ def test_actions_are_found_by_their_fishtest_ids(client: TestClient) -> None:
     everything = ids({})
     assert ids({"_id": {"$ne": imported_id}}) == everything - {imported_id}
     assert ids({"_id": {"$nin": [native_id, lookalike]}}) == everything - {native_id}
+
+
+def test_an_imported_live_run_goes_on_with_a_worker_of_an_imported_account(
+    client: TestClient,
+) -> None:
+    """The live SPSA run hands its next task to a worker that signs in with the
+    password Fishtest kept, as the reference would have."""
+    from tests.web.api_support import post, worker_body, worker_info
+
+    info = worker_info("Alice", "eeee", worker_arch="x86-64-avx2")
+    body = worker_body("Alice", "eeee", password=CLEAR_PASSWORD, info=info)
+    status, reply = post(client, "/api/request_task", body)
+    assert status == 200, reply
+    assert reply["run"]["_id"] == LIVE_SPSA
+    assert reply["task_id"] == 1  # after the task the dump had
