@@ -1,4 +1,4 @@
-"""`arbiter`: serve | db upgrade | users create/token/list | books | worker | demo.
+"""`arbiter`: serve | db upgrade | users create/token/list | books | import | worker | demo.
 
 This module parses arguments only. Each command's implementation is imported
 when it runs, so the worker distribution (which ships this file without the
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage_options(token)
     _add_storage_options(user_commands.add_parser("list", help="list accounts"))
     _add_books_parser(commands)
+    _add_import_parser(commands)
     add_worker_parser(commands)
     add_demo_parser(commands)
     return parser
@@ -76,6 +77,27 @@ def _add_books_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPar
     _add_storage_options(book_commands.add_parser("list", help="list catalogue and hosted books"))
 
 
+def _add_import_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    imports = commands.add_parser("import", help="import another server's database")
+    sources = imports.add_subparsers(dest="import_source", required=True, metavar="SOURCE")
+    fishtest = sources.add_parser(
+        "fishtest", help="a mongodump of a Fishtest database (docs/migration.md)"
+    )
+    fishtest.add_argument(
+        "dump_dir", metavar="DUMP_DIR", help="mongodump's output: <dir>/<database>/*.bson[.gz]"
+    )
+    fishtest.add_argument(
+        "--merge", action="store_true", help="import into a database that already holds data"
+    )
+    fishtest.add_argument(
+        "--nets-dir", help="the server's nn-*.nnue files (default: DUMP_DIR/nn when it exists)"
+    )
+    fishtest.add_argument(
+        "--no-check", action="store_true", help="skip comparing the runs' statistics afterwards"
+    )
+    _add_storage_options(fishtest)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
@@ -87,6 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         command = worker_cli.worker_command if args.command == "worker" else worker_cli.demo_command
         return command(args)
+    if args.command == "import":
+        from arbiter.importer.command import import_command
+
+        return import_command(args)
     from arbiter.admin import run_admin_command
 
     return run_admin_command(args)

@@ -320,19 +320,27 @@ def _same_second(seconds: float) -> Condition:
 
 
 def _id_one_of(texts: tuple[Value, ...], *, negated: bool) -> Condition:
-    """`_id` equals one of `texts` (`negated`: none of them); `_id` is never absent."""
+    """`_id` equals one of `texts` (`negated`: none of them); `_id` is never absent.
+
+    An action imported from Fishtest has its ObjectId for `_id` (`fishtest_id`),
+    never the one its time and row would make."""
     parts: list[Condition] = []
+    own_id = OneOf("fishtest_id", (None,))
     for text in texts:
         if text is None:
             continue
+        imported = OneOf("fishtest_id", (str(text),), negated=negated)
         seconds, row = _id_parts(str(text))
-        if row > MAX_INTEGER:  # no such row: equal to nothing, unequal to everything
-            continue
-        if negated:  # another row, or the same row in another second
+        if row > MAX_INTEGER:  # no such row: only an imported action can have it
+            parts.append(imported)
+        elif negated:  # another row, or the same row in another second, or imported
             earlier, later = Compare("time", "<", seconds), Compare("time", ">=", seconds + 1)
-            parts.append(AnyOf((OneOf("id", (row,), negated=True), earlier, later)))
+            other = OneOf("fishtest_id", (None,), negated=True)
+            elsewhere = AnyOf((OneOf("id", (row,), negated=True), earlier, later, other))
+            parts.append(AllOf((elsewhere, imported)))
         else:
-            parts.append(AllOf((OneOf("id", (row,)), _same_second(seconds))))
+            this_row = AllOf((OneOf("id", (row,)), _same_second(seconds), own_id))
+            parts.append(AnyOf((this_row, imported)))
     return AllOf(tuple(parts)) if negated else AnyOf(tuple(parts))
 
 

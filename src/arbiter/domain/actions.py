@@ -81,7 +81,10 @@ LIFTED_DATA_KEYS = ("nn",)
 
 def wire_id(action: ActionRecord) -> str:
     """The action's id as 24 hex digits, the form of the reference's ObjectIds
-    (clients parse them): the time in seconds, then our row id."""
+    (clients parse them): the time in seconds, then our row id; an action
+    imported from Fishtest keeps its ObjectId."""
+    if action.fishtest_id is not None:
+        return action.fishtest_id
     return f"{max(0, int(action.time)):08x}{action.id:016x}"
 
 

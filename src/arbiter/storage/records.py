@@ -59,6 +59,7 @@ class ActionRecord:
     user: str | None
     message: str
     data: Any
+    fishtest_id: str | None = None  # the ObjectId of an action imported from Fishtest
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,6 +167,9 @@ actions = Table(
     Column("user", String(64), nullable=True),  # the account acted upon (accept/block)
     Column("message", Text, nullable=False, default=""),
     Column("data", Document, nullable=True),
+    # The action's ObjectId in a Fishtest database it was imported from
+    # (`arbiter import fishtest`): shown as its `_id`, so old links keep working.
+    Column("fishtest_id", String(24), nullable=True, unique=True),
     Index(None, "time"),
     Index(None, "action", "time"),
     Index(None, "username", "time"),

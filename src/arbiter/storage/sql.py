@@ -35,6 +35,7 @@ from arbiter.storage.engine import read_transaction, write_transaction
 from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.sql_actions import SqlActionStore
 from arbiter.storage.sql_files import SqlBookStore, SqlNetStore, SqlPgnStore
+from arbiter.storage.sql_import import SqlImportStore
 from arbiter.storage.sql_kv import SqlKVStore
 from arbiter.storage.sql_runs import SqlRunStore, SqlTaskStore
 from arbiter.storage.sql_sessions import SqlSessionStore
@@ -92,6 +93,11 @@ class Tx:
     @cached_property
     def books(self) -> BookStore:
         return SqlBookStore(self.connection)
+
+    @cached_property
+    def imports(self) -> SqlImportStore:
+        """Bulk writes of an import (`arbiter import fishtest`), nothing else."""
+        return SqlImportStore(self.connection)
 
 
 class Storage:

@@ -1,6 +1,6 @@
 """What every SQL store shares: backend-neutral handling of unique keys and upserts."""
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -51,3 +51,12 @@ def upsert(
     statement = insert(table).values({**key, **values})
     statement = statement.on_conflict_do_update(index_elements=list(key), set_=dict(values))
     connection.execute(statement)
+
+
+def insert_missing(connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """INSERT ... ON CONFLICT DO NOTHING for many rows: a row that would repeat a
+    stored key (any unique constraint) is left out, the stored one kept as it is."""
+    if not rows:
+        return
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    connection.execute(insert(table).on_conflict_do_nothing(), list(rows))

@@ -91,3 +91,20 @@ def run_record(**changes: Any) -> RunRecord:
 )
 def test_lines_of_odd_runs(changes: dict[str, Any], message: str) -> None:
     assert finished_message(run_record(**changes)) == message
+
+
+def test_a_run_without_pentanomial_is_rated_on_its_games() -> None:
+    """A run imported from before Fishtest counted pairs: its pentanomial is all
+    zeros and its Elo, LOS and colour come from [L, D, W], as the reference's."""
+    from arbiter.domain.runs.outcome import colour, elo_counts, pentanomial_of
+    from tests.domain.runs.support import run_record
+
+    old = run_record(wins=90, losses=50, draws=60, finished=True, args={"num_games": 200})
+    assert pentanomial_of(old) is None
+    assert elo_counts(old) == [50, 60, 90]
+    assert colour(old) == (fixed_games_elo([50, 60, 90]).los > 0.95, False)
+    assert colour(old)[0]
+    assert "Elo:" in finished_message(old)
+    new = replace(old, pentanomial=[1, 10, 40, 35, 14])
+    assert elo_counts(new) == [1, 10, 40, 35, 14]
+    assert elo_counts(replace(old, wins=0, losses=0, draws=0)) == [0, 0, 0, 0, 0]

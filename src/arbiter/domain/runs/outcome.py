@@ -19,6 +19,21 @@ def games_of(run: RunRecord) -> int:
     return run.wins + run.losses + run.draws
 
 
+def pentanomial_of(run: RunRecord) -> list[int] | None:
+    """The run's pentanomial, or None for a run played before pairs were counted
+    (imported from an old Fishtest: its pentanomial is all zeros, its games not)."""
+    if sum(run.pentanomial) == 0 and games_of(run) > 0:
+        return None
+    return run.pentanomial
+
+
+def elo_counts(run: RunRecord) -> list[int]:
+    """What a fixed-games Elo is computed on: the pentanomial, or [L, D, W] when
+    the run has none (as the reference does)."""
+    pentanomial = pentanomial_of(run)
+    return [run.losses, run.draws, run.wins] if pentanomial is None else pentanomial
+
+
 def is_decided(run: RunRecord) -> bool:
     """An SPRT reached a bound, or every game the run asked for was played."""
     sprt = run.args.get("sprt")
@@ -47,10 +62,10 @@ def colour(run: RunRecord) -> tuple[bool, bool]:
 
 
 def _los(run: RunRecord) -> float | None:
-    if sum(run.pentanomial) == 0:
+    if games_of(run) == 0:
         return None
     try:
-        return fixed_games_elo(run.pentanomial).los
+        return fixed_games_elo(elo_counts(run)).los
     except (ValueError, ZeroDivisionError):  # all pairs alike: no spread to test
         return None
 
@@ -101,7 +116,7 @@ def sprt_elo_of(run: RunRecord, sprt: dict[str, Any]) -> SprtElo | None:
     """The SPRT Elo estimate of a run's results (`sprt`: its args' sprt), or None
     when the statistics cannot be computed. [THREAD] for pages and API views."""
     model = str(sprt["elo_model"])
-    counts = sprt_results(model, run.wins, run.losses, run.draws, run.pentanomial)
+    counts = sprt_results(model, run.wins, run.losses, run.draws, pentanomial_of(run))
     try:
         return sprt_elo(
             counts,
@@ -123,7 +138,7 @@ def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> Estimate | None:
 
 def _fixed_estimate(run: RunRecord) -> Estimate | None:
     try:
-        found = fixed_games_elo(run.pentanomial)
+        found = fixed_games_elo(elo_counts(run))
     except (ValueError, ZeroDivisionError):
         return None
     return found.elo, found.ci[0], found.ci[1], found.los

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from markupsafe import Markup
 
 from arbiter.domain.runs.documents import hash_mib
-from arbiter.domain.runs.outcome import games_of
+from arbiter.domain.runs.outcome import elo_counts, games_of, pentanomial_of
 from arbiter.stats.elo import fixed_games_elo, nelo_summary
 from arbiter.storage.records import RunRecord
 
@@ -91,15 +91,17 @@ def result_lines(run: RunRecord) -> list[str]:
         if normalized:
             lines.append(normalized)
     lines.append(f"Games: {games_of(run)} W: {run.wins} L: {run.losses} D: {run.draws}")
-    lines.append("Ptnml(0-2): " + ", ".join(str(count) for count in run.pentanomial))
+    if pentanomial_of(run) is not None:  # none for a run from before pairs were counted
+        lines.append("Ptnml(0-2): " + ", ".join(str(count) for count in run.pentanomial))
     return lines
 
 
 def elo_line(run: RunRecord) -> str:
-    if sum(run.pentanomial) < 2:
+    counts = elo_counts(run)  # [L, D, W] for a run imported from before pairs were counted
+    if sum(counts) < 2:
         return ""
     try:
-        estimate = fixed_games_elo(run.pentanomial)
+        estimate = fixed_games_elo(counts)
     except (ValueError, ZeroDivisionError):
         return ""
     return f"Elo: {estimate.elo:.2f} ± {estimate.elo95:.1f} (95%) LOS: {100 * estimate.los:.1f}%"

@@ -1,0 +1,1 @@
+"""`arbiter import fishtest`: a Fishtest mongodump made into an Arbiter instance."""

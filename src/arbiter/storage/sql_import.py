@@ -1,0 +1,54 @@
+"""Bulk writes of `arbiter import fishtest`: many rows a statement, and a row
+whose key is already stored is left as it is, so importing the same documents
+twice writes them once."""
+
+from dataclasses import fields
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from arbiter.storage.records import NetRecord, RunRecord, TaskRecord
+from arbiter.storage.schema import actions, nets, pgns, runs, tasks, users
+from arbiter.storage.sql_common import insert_missing
+
+
+def _rows(records: list[Any]) -> list[dict[str, Any]]:
+    if not records:
+        return []
+    names = [spec.name for spec in fields(records[0])]
+    return [{name: getattr(record, name) for name in names} for record in records]
+
+
+class SqlImportStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def add_runs(self, records: list[RunRecord]) -> None:
+        insert_missing(self._connection, runs, _rows(records))
+
+    def add_tasks(self, records: list[TaskRecord]) -> None:
+        insert_missing(self._connection, tasks, _rows(records))
+
+    def add_nets(self, records: list[NetRecord]) -> None:
+        insert_missing(self._connection, nets, _rows(records))
+
+    def add_users(self, rows: list[dict[str, Any]]) -> None:
+        """Rows of every column but `id`; a name taken in any case keeps its account."""
+        insert_missing(self._connection, users, rows)
+
+    def add_actions(self, rows: list[dict[str, Any]]) -> None:
+        """Rows of every column but `id`, in order (ids follow it); an action whose
+        `fishtest_id` is stored already is left out."""
+        insert_missing(self._connection, actions, rows)
+
+    def add_pgns(self, rows: list[dict[str, Any]]) -> None:
+        insert_missing(self._connection, pgns, rows)
+
+    def counts(self) -> dict[str, int]:
+        """Rows of the tables that make an instance not empty."""
+        return {
+            table.name: int(
+                self._connection.execute(select(func.count()).select_from(table)).scalar_one()
+            )
+            for table in (users, runs, actions)
+        }
