@@ -32,6 +32,14 @@ from arbiter.worker.identity import make_worker_info, new_unique_key
 from arbiter.worker.loop import directory_lock, run_loop
 from arbiter.worker.status import StatusLine, setup_logging
 from arbiter.worker.task import TaskContext
+from arbiter.worker.update import (
+    RestartWorker,
+    SelfUpdate,
+    current_worker,
+    describe_running,
+    python_of,
+    restart,
+)
 
 log = logging.getLogger("arbiter.worker")
 
@@ -61,6 +69,9 @@ def worker_command(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except RestartWorker as switch:  # the directory lock is released: the new worker takes it
+        restart(switch.python, data_dir)
+        raise AssertionError("unreachable: exec returned") from None
 
 
 def _flags(args: argparse.Namespace) -> dict[str, str | None]:
@@ -95,6 +106,11 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
     config, notes = resolve(parser, this_machine(), data_dir, env_token=_env_token(args))
     status = StatusLine()
     setup_logging(data_dir, status)
+    log.info("%s, pid %d", describe_running(), os.getpid())
+    if config.self_update and (newer := current_worker(data_dir)) is not None:
+        environment, protocol = newer
+        log.info("switching to the updated worker (protocol %d) in %s", protocol, environment)
+        raise RestartWorker(python_of(environment))
     for note in notes:
         log.info(note)
     compiler = find_compiler(config.compiler)
@@ -119,6 +135,7 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
             status=status,
             books_dir=data_dir / "books",
             nets_dir=data_dir / "nets",
+            updater=SelfUpdate(client, data_dir, enabled=config.self_update),
         )
         return _run(context)
     finally:

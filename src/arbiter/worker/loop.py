@@ -125,9 +125,13 @@ def iteration(ctx: TaskContext) -> Outcome:
         log.warning("cannot reach the server: %s", error)
         return Outcome.FAILED
     if version > WORKER_VERSION:
-        log.warning(
-            "the server speaks protocol %d, this worker %d: please upgrade", version, WORKER_VERSION
-        )
+        if ctx.updater is None:
+            log.warning(
+                "the server speaks protocol %d, this worker %d: please upgrade",
+                version, WORKER_VERSION,
+            )  # fmt: skip
+        else:
+            ctx.updater.on_server_protocol(version)  # RestartWorker once updated
     ctx.engines.prune()
     try:
         reply = client.request_task()

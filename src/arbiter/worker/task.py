@@ -48,6 +48,7 @@ from arbiter.worker.match import (
 from arbiter.worker.nets import engine_default_nets, ensure_nets
 from arbiter.worker.spsa import batch_result, parse_spsa_reply
 from arbiter.worker.status import StatusLine, task_status
+from arbiter.worker.update import SelfUpdate
 
 log = logging.getLogger("arbiter.worker.task")
 
@@ -77,6 +78,7 @@ class TaskContext:
     missing_nets: set[str] = field(default_factory=set)  # defaults the server does not have
     books: dict[tuple[Path, float, int, bool], list[Opening]] = field(default_factory=dict)
     rng: random.Random = field(default_factory=random.Random)
+    updater: SelfUpdate | None = None  # None: a newer protocol is only logged
 
 
 @dataclass

@@ -1,0 +1,170 @@
+"""Self-update end to end: a worker wheel of an older protocol, installed by
+pip into a real virtual environment, against a real server that publishes
+the current worker. Everything pip needs comes from a local wheelhouse."""
+
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from arbiter import __version__
+from arbiter.protocol import WORKER_VERSION
+from arbiter.worker.sample_engine import SampleRepo
+from arbiter.worker.update import CURRENT_LINK, ENVS_DIR, MARKER
+from tests.worker.e2e import Accounts, Arena, arena, games, get_run, wait_for
+from tests.worker.wheels import (
+    make_environment,
+    make_wheelhouse,
+    offline_pip,
+    older_worker_wheel,
+)
+
+OLD_VERSION = "0.0.9"
+OLD_PROTOCOL = WORKER_VERSION - 1
+TC = "N=320000"
+
+
+@dataclass(frozen=True)
+class OldWorker:
+    python: Path  # of the environment the older worker was installed into
+    wheelhouse: Path
+
+
+@pytest.fixture(scope="session")
+def old_worker(tmp_path_factory: pytest.TempPathFactory) -> OldWorker:
+    directory = tmp_path_factory.mktemp("old-worker")
+    wheelhouse = make_wheelhouse(directory / "wheelhouse")
+    wheel = older_worker_wheel(directory / "build", version=OLD_VERSION, protocol=OLD_PROTOCOL)
+    return OldWorker(make_environment(directory / "env", wheel.path, wheelhouse), wheelhouse)
+
+
+@dataclass
+class Started:
+    process: subprocess.Popen[bytes]
+    data_dir: Path
+    output: Path
+
+    def file_log(self) -> str:
+        return (self.data_dir / "worker.log").read_text()
+
+    def log(self) -> str:
+        worker_log = self.data_dir / "worker.log"
+        text = self.output.read_text()
+        return text + (worker_log.read_text() if worker_log.exists() else "")
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            message = f"the worker did not finish in {timeout} s:\n{self.log()}"
+            raise AssertionError(message) from None
+
+
+def start_old_worker(old: OldWorker, place: Arena, name: str, *extra: str) -> Started:
+    """The older worker as a volunteer runs it: its token in a 0600 file."""
+    data_dir = place.directory / name
+    token_file = place.directory / f"{name}.token"
+    if not token_file.exists():
+        token_file.write_text(place.accounts.alice)
+        token_file.chmod(0o600)
+    command = [
+        str(old.python), "-m", "arbiter", "worker",
+        "--server", place.server.url,
+        "--username", "alice",
+        "--token-file", str(token_file),
+        "--data-dir", str(data_dir),
+        "--uuid-prefix", name,
+        "--concurrency", "1",
+        *extra,
+    ]  # fmt: skip
+    output = place.directory / f"{name}.out"
+    with output.open("ab") as sink:
+        process = subprocess.Popen(
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=offline_pip(old.wheelhouse),
+            start_new_session=True,  # its pip and venv children are killed with it
+        )
+    return Started(process, data_dir, output)
+
+
+def started_lines(log: str) -> list[tuple[str, int, int]]:
+    """(version, protocol, pid) of each start the worker logged."""
+    pattern = r"arbiter worker (\S+) \(protocol (\d+)\) in \S+, pid (\d+)"
+    return [(v, int(p), int(pid)) for v, p, pid in re.findall(pattern, log)]
+
+
+def test_an_older_worker_updates_itself_and_plays_on(
+    accounts: Accounts, sample_repo: SampleRepo, old_worker: OldWorker, tmp_path: Path
+) -> None:
+    with arena(accounts, tmp_path) as place:
+        run_id = place.submit(sample_repo.url, tc=TC, num_games=8)
+        worker = start_old_worker(old_worker, place, "old", "--fleet")
+        assert worker.wait(300) == 0, worker.log()
+        log = worker.log()
+        starts = started_lines(worker.file_log())
+        # The same process (exec keeps the pid) first ran the old worker, then the new one.
+        assert [(v, p) for v, p, _ in starts] == [
+            (OLD_VERSION, OLD_PROTOCOL),
+            (__version__, WORKER_VERSION),
+        ], log
+        assert starts[0][2] == starts[1][2] == worker.process.pid
+        current = worker.data_dir / ENVS_DIR / CURRENT_LINK
+        assert current.is_symlink()
+        assert (current / MARKER).exists()
+        run = get_run(place.server, run_id)
+        assert run["finished"], log
+        assert games(run["results"]) == 8
+
+
+def test_a_corrupted_download_is_refused_and_the_old_worker_runs_on(
+    accounts: Accounts, old_worker: OldWorker, tmp_path: Path
+) -> None:
+    with arena(accounts, tmp_path) as place:
+        (wheel,) = (tmp_path / "server" / "worker-package").glob("*.whl")
+        data = bytearray(wheel.read_bytes())
+        data[len(data) // 2] ^= 0xFF  # same size, other bytes: as a bad disk or proxy would
+        wheel.write_bytes(bytes(data))
+        worker = start_old_worker(old_worker, place, "wary", "--fleet")
+        assert worker.wait(120) == 0, worker.log()
+        log = worker.log()
+        assert "sha256" in log
+        assert "refused" in log
+        assert "keeps running" in log
+        assert [p for _, p, _ in started_lines(worker.file_log())] == [OLD_PROTOCOL]
+        assert not (worker.data_dir / ENVS_DIR / CURRENT_LINK).exists()
+        assert "the server has no task for this worker: exiting" in log
+
+
+def test_an_update_killed_midway_leaves_a_worker_that_updates_next_time(
+    accounts: Accounts, old_worker: OldWorker, tmp_path: Path
+) -> None:
+    with arena(accounts, tmp_path) as place:
+        worker = start_old_worker(old_worker, place, "killed", "--fleet")
+        envs = worker.data_dir / ENVS_DIR
+
+        def installing() -> bool:
+            return envs.exists() and any(entry.is_dir() for entry in envs.iterdir())
+
+        wait_for(installing, 60, "the new environment being made")
+        os.killpg(worker.process.pid, signal.SIGKILL)
+        worker.process.wait()
+        assert not (envs / CURRENT_LINK).exists()
+
+        again = start_old_worker(old_worker, place, "killed", "--fleet")
+        assert again.wait(300) == 0, again.log()
+        log = again.log()
+        assert [p for _, p, _ in started_lines(again.file_log())][-2:] == [
+            OLD_PROTOCOL,
+            WORKER_VERSION,
+        ], log
+        assert (envs / CURRENT_LINK).is_symlink()
+        left = sorted(entry.name for entry in envs.iterdir())
+        assert len(left) == 2, left  # the current link and its environment: the partial one is gone
