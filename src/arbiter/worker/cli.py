@@ -7,13 +7,16 @@ check the credentials with request_version, then hand over to the main loop.
 """
 
 import argparse
+import json
 import logging
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from types import FrameType
 
+from arbiter.protocol.workers import short_worker_name
 from arbiter.worker.arguments import CONFIG_NAME, TOKEN_VARIABLE
 from arbiter.worker.client import ApiClient
 from arbiter.worker.config import (
@@ -30,6 +33,8 @@ from arbiter.worker.heartbeat import Heartbeat
 from arbiter.worker.host import find_compiler, this_machine, worker_arch
 from arbiter.worker.identity import make_worker_info, new_unique_key
 from arbiter.worker.loop import directory_lock, run_loop
+from arbiter.worker.state import StateFile, read_state, worker_running
+from arbiter.worker.state import describe as describe_state
 from arbiter.worker.status import StatusLine, setup_logging
 from arbiter.worker.task import TaskContext
 from arbiter.worker.update import (
@@ -60,6 +65,11 @@ STORED_FLAGS = {
 
 
 def worker_command(args: argparse.Namespace) -> int:
+    action = getattr(args, "worker_action", None)
+    if action == "status":
+        return status_command(args)
+    if action == "install-service":
+        return install_service_command(args)
     data_dir = Path(args.data_dir or DEFAULT_DATA_DIR).absolute()
     try:
         with directory_lock(data_dir):
@@ -119,6 +129,9 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
     unique_key = new_unique_key(config.uuid_prefix)
     info = make_worker_info(config, compiler, unique_key, worker_arch())
     client = ApiClient(config.server, config.password, info)
+    machine = short_worker_name(config.username, config.concurrency, unique_key)
+    state = StateFile(data_dir, server=config.server, machine=machine)
+    state.activity("checking the credentials")
     try:
         if not _credentials_ok(client):
             return 1
@@ -127,6 +140,7 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
             "worker %s: %d cores, %d MiB, compiler %s; server %s",
             unique_key, config.concurrency, config.max_memory, compiled, config.server,
         )  # fmt: skip
+        log.info("this machine on the server: %s/workers/%s", config.server, machine)
         context = TaskContext(
             client=client,
             config=config,
@@ -135,9 +149,12 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
             status=status,
             books_dir=data_dir / "books",
             nets_dir=data_dir / "nets",
-            updater=SelfUpdate(client, data_dir, enabled=config.self_update),
+            updater=SelfUpdate(client, data_dir, enabled=config.self_update, state=state),
+            state=state,
         )
-        return _run(context)
+        code = _run(context)
+        state.activity(f"stopped (exit status {code})")
+        return code
     finally:
         client.close()
         status.done()
@@ -180,6 +197,38 @@ def _install_signal_handlers(control: Control) -> None:
 
     signal.signal(signal.SIGINT, handle)
     signal.signal(signal.SIGTERM, handle)
+
+
+def status_command(args: argparse.Namespace) -> int:
+    """0: a worker is running; 3: none is (its last state is shown); 2: no state file."""
+    data_dir = Path(args.data_dir or DEFAULT_DATA_DIR).absolute()
+    document = read_state(data_dir)
+    if document is None:
+        print(f"arbiter worker status: no worker state in {data_dir}", file=sys.stderr)
+        return 2
+    running = worker_running(data_dir)
+    if args.json:
+        print(json.dumps({**document, "running": running}, indent=2))
+    else:
+        print("\n".join(describe_state(document, running=running, now=time.time())))
+    return 0 if running else 3
+
+
+def install_service_command(args: argparse.Namespace) -> int:
+    from arbiter.worker import service
+
+    data_dir = Path(args.data_dir or DEFAULT_DATA_DIR).absolute()
+    options = service.ServiceOptions(data_dir=data_dir, system=args.system, name=args.name)
+    try:
+        service.check_settings(data_dir, args.token_file)
+        path = service.install(options, Path(args.output).absolute() if args.output else None)
+    except ConfigError as error:
+        print(f"arbiter worker install-service: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}; to start the worker now and at every boot:")
+    for step in service.next_steps(options, path):
+        print(f"  {step}")
+    return 0
 
 
 def demo_command(args: argparse.Namespace) -> int:

@@ -37,6 +37,7 @@ from arbiter import __version__
 from arbiter.protocol import WORKER_VERSION
 from arbiter.worker.client import ApiClient
 from arbiter.worker.errors import WorkerError
+from arbiter.worker.state import StateFile
 
 log = logging.getLogger("arbiter.worker.update")
 
@@ -124,9 +125,11 @@ class SelfUpdate:
         data_dir: Path,
         *,
         enabled: bool,
+        state: StateFile | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
+        self.state = state
         self.data_dir = data_dir
         self.enabled = enabled
         self._clock = clock
@@ -152,10 +155,14 @@ class SelfUpdate:
         if self._clock() < self._next_attempt:
             return
         log.info("the server speaks protocol %d, this one %d: updating", protocol, WORKER_VERSION)
+        if self.state is not None:
+            self.state.activity(f"updating to the server's worker (protocol {protocol})")
         try:
             environment = self.install()
         except UpdateError as error:
             self.last_failure = str(error)
+            if self.state is not None:
+                self.state.note(f"self-update failed, retried hourly: {error}")
             self._next_attempt = self._clock() + RETRY_SECONDS
             log.error(
                 "self-update failed, this worker (protocol %d) keeps running: %s;"
