@@ -1,21 +1,40 @@
 """Self-update end to end: a worker wheel of an older protocol, installed by
 pip into a real virtual environment, against a real server that publishes
-the current worker. Everything pip needs comes from a local wheelhouse."""
+the current worker. Everything pip needs comes from a local wheelhouse.
+Then the updater's decisions, against the worker tests' scripted server."""
 
+import json
 import os
 import re
 import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from arbiter import __version__
 from arbiter.protocol import WORKER_VERSION
 from arbiter.worker.sample_engine import SampleRepo
-from arbiter.worker.update import CURRENT_LINK, ENVS_DIR, MARKER
+from arbiter.worker.state import StateFile, read_state
+from arbiter.worker.update import (
+    CURRENT_LINK,
+    ENVS_DIR,
+    MARKER,
+    MAX_PACKAGE_BYTES,
+    PACKAGE_INFO_PATH,
+    PACKAGE_PATH,
+    RETRY_SECONDS,
+    PackageInfo,
+    SelfUpdate,
+    UpdateError,
+    current_worker,
+    make_current,
+    prune,
+)
 from tests.worker.e2e import Accounts, Arena, arena, games, get_run, wait_for
+from tests.worker.fakes import FakeServer
 from tests.worker.wheels import (
     make_environment,
     make_wheelhouse,
@@ -168,3 +187,108 @@ def test_an_update_killed_midway_leaves_a_worker_that_updates_next_time(
         assert (envs / CURRENT_LINK).is_symlink()
         left = sorted(entry.name for entry in envs.iterdir())
         assert len(left) == 2, left  # the current link and its environment: the partial one is gone
+
+
+# ---------------------------------------------------------------- without a server process
+
+
+def package_info(**changes: Any) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "version": "0.2.0",
+        "protocol": WORKER_VERSION + 1,
+        "filename": "arbiter_worker-0.2.0-py3-none-any.whl",
+        "sha256": "0" * 64,
+        "size": 1000,
+    }
+    return {**info, **changes}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"filename": "../../bin/evil.whl"},
+        {"filename": "arbiter_worker.tar.gz"},
+        {"sha256": "xyz"},
+        {"size": 0},
+        {"size": MAX_PACKAGE_BYTES + 1},
+        {"protocol": "326"},
+        {"version": "1.0; rm -rf"},
+    ],
+)
+def test_a_package_description_that_cannot_be_trusted_is_refused(changes: dict[str, Any]) -> None:
+    with pytest.raises(UpdateError):
+        PackageInfo.parse(package_info(**changes))
+
+
+def test_self_update_off_only_logs(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    server = FakeServer()
+    updater = SelfUpdate(server.client(), tmp_path, enabled=False)
+    updater.on_server_protocol(WORKER_VERSION + 1)
+    assert server.paths() == []
+    assert "self_update is off" in caplog.text
+
+
+def test_a_failed_update_is_tried_again_an_hour_later(tmp_path: Path) -> None:
+    server = FakeServer()
+    server.files[PACKAGE_INFO_PATH] = json.dumps(package_info()).encode()
+    server.files[PACKAGE_PATH] = b"x" * 999  # one byte short
+    now = [0.0]
+    state = StateFile(tmp_path, server="http://arbiter.test", machine="alice-1cores-ab")
+    updater = SelfUpdate(server.client(), tmp_path, enabled=True, state=state, clock=lambda: now[0])
+    updater.on_server_protocol(WORKER_VERSION + 1)  # returns: the worker runs on
+    assert "999 bytes, the server announced 1000: refused" in updater.last_failure
+    document = read_state(tmp_path)
+    assert document is not None
+    assert "self-update failed" in document["note"]
+    updater.on_server_protocol(WORKER_VERSION + 1)
+    assert server.paths() == [PACKAGE_INFO_PATH, PACKAGE_PATH]  # not again at once
+    now[0] = RETRY_SECONDS
+    updater.on_server_protocol(WORKER_VERSION + 1)
+    assert len(server.paths()) == 4
+    assert not (tmp_path / ENVS_DIR / CURRENT_LINK).exists()
+    updater.on_server_protocol(WORKER_VERSION)  # not newer: nothing to do
+    assert len(server.paths()) == 4
+
+
+def test_a_package_no_newer_than_this_worker_is_not_installed(tmp_path: Path) -> None:
+    server = FakeServer()
+    server.files[PACKAGE_INFO_PATH] = json.dumps(package_info(protocol=WORKER_VERSION)).encode()
+    updater = SelfUpdate(server.client(), tmp_path, enabled=True)
+    updater.on_server_protocol(WORKER_VERSION + 1)
+    assert "no newer than this worker's" in updater.last_failure
+    assert server.paths() == [PACKAGE_INFO_PATH]
+
+
+def fake_environment(envs: Path, name: str, protocol: int | None) -> Path:
+    environment = envs / name
+    (environment / "bin").mkdir(parents=True)
+    (environment / "bin" / "python").touch()
+    if protocol is not None:
+        (environment / MARKER).write_text(json.dumps({"protocol": protocol}))
+    return environment
+
+
+def test_the_switch_and_the_clean_up(tmp_path: Path) -> None:
+    envs = tmp_path / ENVS_DIR
+    old = fake_environment(envs, "old", WORKER_VERSION + 1)
+    new = fake_environment(envs, "new", WORKER_VERSION + 2)
+    partial = fake_environment(envs, "partial", None)
+    make_current(envs, old)
+    assert current_worker(tmp_path) == (old, WORKER_VERSION + 1)
+    make_current(envs, new)  # replaces the link in one rename
+    assert (envs / CURRENT_LINK).resolve() == new
+    assert current_worker(tmp_path) == (new, WORKER_VERSION + 2)
+    (envs / "stale.whl").write_bytes(b"")
+    prune(envs)
+    assert sorted(entry.name for entry in envs.iterdir()) == [CURRENT_LINK, "new"]
+    assert not old.exists()
+    assert not partial.exists()
+
+
+def test_a_current_worker_no_newer_than_this_one_is_not_switched_to(tmp_path: Path) -> None:
+    envs = tmp_path / ENVS_DIR
+    assert current_worker(tmp_path) is None
+    make_current(envs, fake_environment(envs, "same", WORKER_VERSION))
+    assert current_worker(tmp_path) is None  # a volunteer upgraded by hand meanwhile
+    make_current(envs, fake_environment(envs, "unfinished", None))
+    assert current_worker(tmp_path) is None
