@@ -1,5 +1,6 @@
 """`arbiter worker install-service`, and the worker run as its unit runs it."""
 
+import os
 import re
 import shutil
 import signal
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import arbiter
 from arbiter.cli import main
 from arbiter.worker.arguments import CONFIG_NAME
 from arbiter.worker.config import apply_flags, read_file, write_file
@@ -60,6 +62,26 @@ def unit_settings(text: str) -> dict[str, str]:
     )
 
 
+def unit_environment(settings: dict[str, str]) -> dict[str, str]:
+    """The environment the unit gives, without this test's PYTHONPATH."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    if "Environment" in settings:
+        key, value = settings["Environment"].split("=", 1)
+        env[key] = value
+    return env
+
+
+def unit_code(settings: dict[str, str]) -> str:
+    """The `arbiter` package the unit's interpreter and options import."""
+    python, *rest = settings["ExecStart"].split()
+    flags = rest[: rest.index("-m")]
+    command = [python, *flags, "-c", "import arbiter; print(arbiter.__file__)"]
+    done = subprocess.run(
+        command, env=unit_environment(settings), capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
 def test_the_unit_runs_the_worker_of_the_data_directory_with_its_token_file(
     tmp_path: Path,
 ) -> None:
@@ -71,9 +93,19 @@ def test_the_unit_runs_the_worker_of_the_data_directory_with_its_token_file(
     assert TOKEN not in text
     assert "--token" not in text
     settings = unit_settings(text)
-    assert settings["ExecStart"] == (
-        f"{sys.executable} -I -m arbiter worker --data-dir {data_dir.absolute()}"
-    )
+    python, *flags, module, name, action, option, where = settings["ExecStart"].split()
+    assert python == sys.executable
+    assert [module, name, action, option, where] == [
+        "-m",
+        "arbiter",
+        "worker",
+        "--data-dir",
+        str(data_dir.absolute()),
+    ]
+    # The unit runs this very code: isolated (-I) where that finds it (a virtual
+    # environment), else with the PYTHONPATH it was installed with (this test).
+    assert flags in ([], ["-I"])
+    assert unit_code(settings) == arbiter.__file__
     assert settings["Restart"] == "on-failure"
     assert settings["KillSignal"] == "SIGTERM"
     assert settings["KillMode"] == "mixed"
@@ -157,13 +189,16 @@ def test_sigterm_during_a_game_loses_no_acknowledged_result(
         configure(data_dir, server.url, accounts.alice)
         code, unit = install_unit(data_dir)
         assert code == 0
-        command = unit_settings(unit.read_text())["ExecStart"].split()
-        # The unit's command without -I, so that this source tree (PYTHONPATH) runs.
-        assert command[1] == "-I"
+        settings = unit_settings(unit.read_text())
         output = tmp_path / "worker.out"
-        with output.open("w") as sink:
+        with output.open("w") as sink:  # the unit's command, in the unit's environment
             process = subprocess.Popen(
-                [command[0], *command[2:]], stdout=sink, stderr=subprocess.STDOUT, text=True
+                settings["ExecStart"].split(),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=unit_environment(settings),
+                cwd=settings["WorkingDirectory"],
             )
         try:
 

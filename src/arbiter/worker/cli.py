@@ -80,8 +80,11 @@ def worker_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except RestartWorker as switch:  # the directory lock is released: the new worker takes it
-        restart(switch.python, data_dir)
-        raise AssertionError("unreachable: exec returned") from None
+        try:
+            restart(switch.python, data_dir)
+        except OSError as error:  # the new worker was run once before the switch: rare
+            print(f"arbiter worker: cannot start {switch.python}: {error}", file=sys.stderr)
+        return 1
 
 
 def _flags(args: argparse.Namespace) -> dict[str, str | None]:

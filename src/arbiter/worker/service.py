@@ -1,7 +1,7 @@
 """`arbiter worker install-service`: a systemd unit that runs this worker.
 
 The unit runs `python -I -m arbiter worker --data-dir D` with the
-interpreter that ran this command, so every setting comes from D's
+interpreter and the code that ran this command, so every setting comes from D's
 worker.ini and the token from the 0600 file worker.ini names, never from the
 command line or the unit. It restarts the worker when it fails, with a
 growing delay where systemd can (RestartSteps, systemd 254 and later; a
@@ -97,9 +97,37 @@ def check_settings(data_dir: Path, token_file: str | None) -> None:
     resolve(parser, this_machine(), data_dir)  # every other setting must be usable too
 
 
-def unit_text(options: ServiceOptions, version: int | None) -> str:
+def python_launch(python: Path) -> tuple[list[str], str]:
+    """How the unit starts this worker's code: isolated (`-I`: no PYTHONPATH, no
+    user site, no working directory) when `python -I` finds the very `arbiter`
+    running now, as in a virtual environment; else as it runs now, with its
+    PYTHONPATH (made absolute) in the unit. Returns (interpreter options, PYTHONPATH)."""
+    import arbiter
+
+    script = "import arbiter; print(arbiter.__file__)"
+    try:
+        found = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
+            [str(python), "-I", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        found = ""
+    if found and Path(found).resolve() == Path(arbiter.__file__).resolve():
+        return ["-I"], ""
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    return [], os.pathsep.join(str(Path(entry).absolute()) for entry in entries)
+
+
+def unit_text(
+    options: ServiceOptions, version: int | None, launch: tuple[list[str], str] = (["-I"], "")
+) -> str:
     data_dir = options.data_dir
-    command = [str(options.python), "-I", "-m", "arbiter", "worker", "--data-dir", str(data_dir)]
+    flags, python_path = launch
+    command = [str(options.python), *flags, "-m", "arbiter", "worker", "--data-dir", str(data_dir)]
+    environment = [f"Environment={_quote('PYTHONPATH=' + python_path)}"] if python_path else []
     if version is not None and version >= STEPS_SINCE:
         restart = [
             f"RestartSec={RESTART_SECONDS}s",
@@ -121,6 +149,7 @@ def unit_text(options: ServiceOptions, version: int | None) -> str:
         "[Service]",
         "Type=exec",
         *account,
+        *environment,
         "ExecStart=" + " ".join(_quote(part) for part in command),
         f"WorkingDirectory={_escape(str(data_dir))}",
         "Restart=on-failure",
@@ -154,7 +183,7 @@ def install(options: ServiceOptions, output: Path | None) -> Path:
     """Write the unit (atomically) where systemd looks, or at `output`."""
     version = options.systemd_version or systemd_version()
     path = output or unit_path(options)
-    text = unit_text(options, version)
+    text = unit_text(options, version, python_launch(options.python))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = path.with_name(f".{path.name}.tmp")
