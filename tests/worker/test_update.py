@@ -6,12 +6,14 @@ Then the updater's decisions, against the worker tests' scripted server."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 import pytest
 
 from arbiter import __version__
@@ -33,6 +35,7 @@ from arbiter.worker.update import (
     make_current,
     prune,
 )
+from tests.web.live_server import start_server, stop
 from tests.worker.e2e import Accounts, Arena, arena, games, get_run, wait_for
 from tests.worker.fakes import FakeServer
 from tests.worker.wheels import (
@@ -51,6 +54,7 @@ TC = "N=320000"
 class OldWorker:
     python: Path  # of the environment the older worker was installed into
     wheelhouse: Path
+    source: Path  # the older code, server included: a PYTHONPATH entry
 
 
 @pytest.fixture(scope="session")
@@ -58,7 +62,8 @@ def old_worker(tmp_path_factory: pytest.TempPathFactory) -> OldWorker:
     directory = tmp_path_factory.mktemp("old-worker")
     wheelhouse = make_wheelhouse(directory / "wheelhouse")
     wheel = older_worker_wheel(directory / "build", version=OLD_VERSION, protocol=OLD_PROTOCOL)
-    return OldWorker(make_environment(directory / "env", wheel.path, wheelhouse), wheelhouse)
+    python = make_environment(directory / "env", wheel.path, wheelhouse)
+    return OldWorker(python, wheelhouse, directory / "build" / "source")
 
 
 @dataclass
@@ -141,6 +146,49 @@ def test_an_older_worker_updates_itself_and_plays_on(
         run = get_run(place.server, run_id)
         assert run["finished"], log
         assert games(run["results"]) == 8
+
+
+def finished(worker: Started, server: str, run_id: str) -> bool:
+    """Whether the run is finished; fails at once if the worker died."""
+    assert worker.process.poll() is None, worker.log()
+    return bool(httpx.get(f"{server}/api/get_run/{run_id}").json()["finished"])
+
+
+def test_a_worker_keeps_playing_when_its_server_is_upgraded(
+    accounts: Accounts, sample_repo: SampleRepo, old_worker: OldWorker, tmp_path: Path
+) -> None:
+    """The issue's "done when": nobody touches the volunteer's machine."""
+    data = tmp_path / "server"
+    shutil.copytree(accounts.data, data)
+    old_server = start_server(data, extra_env={"PYTHONPATH": str(old_worker.source)})
+    port = int(old_server.url.rsplit(":", 1)[1])
+    place = Arena(old_server, accounts, tmp_path)
+    worker: Started | None = None
+    try:
+        assert httpx.get(f"{old_server.url}/api/worker/package.json").json()["protocol"] == (
+            OLD_PROTOCOL
+        )
+        first = place.submit(sample_repo.url, tc=TC, num_games=4)
+        worker = start_old_worker(old_worker, place, "fleetv")  # not --fleet: it waits
+        wait_for(lambda: finished(worker, old_server.url, first), 120, "the first run played")
+        stop(old_server)
+        place.server = start_server(data, port=port)  # the upgrade: same address, same data
+        second = place.submit(sample_repo.url, tc=TC, num_games=4)
+        wait_for(lambda: finished(worker, place.server.url, second), 240, "the second run played")
+        assert worker.process.poll() is None, worker.log()
+        worker.process.send_signal(signal.SIGTERM)
+        assert worker.wait(60) == 0, worker.log()
+    finally:
+        if worker is not None and worker.process.poll() is None:
+            os.killpg(worker.process.pid, signal.SIGKILL)
+            worker.process.wait()
+        stop(place.server)
+    starts = started_lines(worker.file_log())
+    assert [(v, p) for v, p, _ in starts] == [
+        (OLD_VERSION, OLD_PROTOCOL),
+        (__version__, WORKER_VERSION),
+    ], worker.log()
+    assert len({pid for _, _, pid in starts}) == 1
 
 
 def test_a_corrupted_download_is_refused_and_the_old_worker_runs_on(

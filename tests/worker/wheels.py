@@ -73,17 +73,20 @@ def make_wheelhouse(directory: Path) -> Path:
 
 def older_worker_wheel(directory: Path, *, version: str, protocol: int) -> WorkerPackage:
     """The worker of this source tree, claiming an older version and protocol."""
-    source = directory / "source" / "arbiter"
-    package = Path(arbiter.__file__).parent
-    source.mkdir(parents=True)
-    for name in worker_package.PACKAGE_FILES:
-        shutil.copy2(package / name, source / name)
-    for name in worker_package.PACKAGE_DIRS:
-        shutil.copytree(package / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    source = older_source(directory / "source", version=version, protocol=protocol)
+    return worker_package.write_wheel(source, directory / "wheel", version, protocol)
+
+
+def older_source(directory: Path, *, version: str, protocol: int) -> Path:
+    """A copy of this `arbiter` package (server included) claiming an older
+    version and protocol; `directory` goes on PYTHONPATH to run it."""
+    source = directory / "arbiter"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(Path(arbiter.__file__).parent, source, ignore=ignore)
     _replace(source / "__init__.py", f'"{arbiter.__version__}"', f'"{version}"')
     protocol_file = source / "protocol" / "__init__.py"
     _replace(protocol_file, "WORKER_VERSION = 325", f"WORKER_VERSION = {protocol}")
-    return worker_package.write_wheel(source, directory / "wheel", version, protocol)
+    return source
 
 
 def _replace(path: Path, old: str, new: str) -> None:
