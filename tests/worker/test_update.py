@@ -9,6 +9,9 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,7 @@ from arbiter.worker.update import (
     make_current,
     prune,
 )
+from arbiter.worker.update import _run as run_step
 from tests.web.live_server import start_server, stop
 from tests.worker.e2e import Accounts, Arena, arena, games, get_run, wait_for
 from tests.worker.fakes import FakeServer
@@ -340,3 +344,16 @@ def test_a_current_worker_no_newer_than_this_one_is_not_switched_to(tmp_path: Pa
     assert current_worker(tmp_path) is None  # a volunteer upgraded by hand meanwhile
     make_current(envs, fake_environment(envs, "unfinished", None))
     assert current_worker(tmp_path) is None
+
+
+def test_a_stopping_worker_does_not_wait_for_pip() -> None:
+    stop = threading.Event()
+    stop.set()
+    started = time.monotonic()
+    with pytest.raises(UpdateError, match="interrupted, the worker is stopping"):
+        run_step([sys.executable, "-c", "import time; time.sleep(60)"], "pip install", stop)
+    assert time.monotonic() - started < 10
+    with pytest.raises(UpdateError, match=r"pip install failed \(status 3\): no index"):
+        run_step(
+            [sys.executable, "-c", "import sys; print('no index'); sys.exit(3)"], "pip install"
+        )

@@ -144,15 +144,18 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
             unique_key, config.concurrency, config.max_memory, compiled, config.server,
         )  # fmt: skip
         log.info("this machine on the server: %s/workers/%s", config.server, machine)
+        control = Control()
         context = TaskContext(
             client=client,
             config=config,
             engines=EngineCache(data_dir / "engines", compiler, config.concurrency),
-            control=Control(),
+            control=control,
             status=status,
             books_dir=data_dir / "books",
             nets_dir=data_dir / "nets",
-            updater=SelfUpdate(client, data_dir, enabled=config.self_update, state=state),
+            updater=SelfUpdate(
+                client, data_dir, enabled=config.self_update, state=state, stop=control.stopping
+            ),
             state=state,
         )
         code = _run(context)

@@ -121,27 +121,13 @@ def _activity(ctx: TaskContext, text: str) -> None:
 
 
 def iteration(ctx: TaskContext) -> Outcome:
-    client = ctx.client
     _activity(ctx, "asking the server for work")
-    try:
-        version = client.request_version()
-    except CredentialsError as error:
-        log.error("the server refused the credentials: %s", error)
-        return Outcome.EXIT
-    except WorkerError as error:
-        log.warning("cannot reach the server: %s", error)
-        return Outcome.FAILED
-    if version > WORKER_VERSION:
-        if ctx.updater is None:
-            log.warning(
-                "the server speaks protocol %d, this worker %d: please upgrade",
-                version, WORKER_VERSION,
-            )  # fmt: skip
-        else:
-            ctx.updater.on_server_protocol(version)  # RestartWorker once updated
+    refused = _check_version(ctx)
+    if refused is not None:
+        return refused
     ctx.engines.prune()
     try:
-        reply = client.request_task()
+        reply = ctx.client.request_task()
     except WorkerError as error:
         log.warning("request_task failed: %s", error)
         return Outcome.FAILED
@@ -150,6 +136,35 @@ def iteration(ctx: TaskContext) -> Outcome:
     if "task_id" not in reply:
         return Outcome.NO_TASK
     return play(ctx, reply)
+
+
+def _check_version(ctx: TaskContext) -> Outcome | None:
+    """request_version, and self-update on a newer protocol (RestartWorker once
+    the new worker is current); the outcome when this iteration ends here."""
+    try:
+        version = ctx.client.request_version()
+    except CredentialsError as error:
+        log.error("the server refused the credentials: %s", error)
+        return Outcome.EXIT
+    except WorkerError as error:
+        log.warning("cannot reach the server: %s", error)
+        return Outcome.FAILED
+    if version > WORKER_VERSION:
+        _newer_protocol(ctx, version)
+        if ctx.control.stopping.is_set():  # a signal during the update
+            return Outcome.FAILED
+    return None
+
+
+def _newer_protocol(ctx: TaskContext, version: int) -> None:
+    """Self-update (raises RestartWorker once the new worker is current), or
+    only say so when the worker has no updater."""
+    if ctx.updater is not None:
+        ctx.updater.on_server_protocol(version)
+        return
+    log.warning(
+        "the server speaks protocol %d, this worker %d: please upgrade", version, WORKER_VERSION
+    )
 
 
 def play(ctx: TaskContext, reply: dict[str, Any]) -> Outcome:

@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,9 +127,11 @@ class SelfUpdate:
         *,
         enabled: bool,
         state: StateFile | None = None,
+        stop: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
+        self.stop = stop  # set when the worker must exit: an update under way gives up
         self.state = state
         self.data_dir = data_dir
         self.enabled = enabled
@@ -190,7 +193,7 @@ class SelfUpdate:
         wheel = self.envs / info.filename
         wheel.write_bytes(data)
         try:
-            _create_environment(environment, wheel)
+            _create_environment(environment, wheel, self.stop)
         finally:
             wheel.unlink(missing_ok=True)
         installed = _protocol_of(environment)
@@ -227,30 +230,43 @@ class SelfUpdate:
         return data
 
 
-def _run(command: list[str], what: str) -> str:
+def _run(command: list[str], what: str, stop: threading.Event | None = None) -> str:
+    """Run one step; its output. Ended early when the worker is told to stop
+    (a SIGTERM must not wait for pip) or after STEP_TIMEOUT."""
     try:
-        done = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
+        process = subprocess.Popen(  # noqa: S603 - our own interpreter, fixed arguments
             command,
-            capture_output=True,
-            text=True,
-            timeout=STEP_TIMEOUT,
-            check=False,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
+            text=True,
         )
-    except (OSError, subprocess.TimeoutExpired) as error:
+    except OSError as error:
         raise UpdateError(f"{what}: {error}") from None
-    if done.returncode != 0:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-        raise UpdateError(f"{what} failed (status {done.returncode}): {' / '.join(tail)}")
-    return done.stdout
+    deadline = time.monotonic() + STEP_TIMEOUT
+    while True:
+        try:
+            output, errors = process.communicate(timeout=1.0)
+            break
+        except subprocess.TimeoutExpired:
+            stopping = stop is not None and stop.is_set()
+            if stopping or time.monotonic() > deadline:
+                process.kill()
+                process.communicate()
+                reason = "the worker is stopping" if stopping else f"over {STEP_TIMEOUT:.0f} s"
+                raise UpdateError(f"{what}: interrupted, {reason}") from None
+    if process.returncode != 0:
+        tail = (output + errors).strip().splitlines()[-5:]
+        raise UpdateError(f"{what} failed (status {process.returncode}): {' / '.join(tail)}")
+    return output
 
 
-def _create_environment(environment: Path, wheel: Path) -> None:
+def _create_environment(environment: Path, wheel: Path, stop: threading.Event | None) -> None:
     """A fresh virtual environment holding the wheel and its dependencies
     (from pip's configured index, as when the worker was first installed)."""
-    _run([sys.executable, "-m", "venv", str(environment)], "creating the environment")
+    _run([sys.executable, "-m", "venv", str(environment)], "creating the environment", stop)
     pip = [str(python_of(environment)), "-m", "pip", "install", "--disable-pip-version-check"]
-    _run([*pip, "--no-input", str(wheel)], "pip install")
+    _run([*pip, "--no-input", str(wheel)], "pip install", stop)
 
 
 def _protocol_of(environment: Path) -> int:
