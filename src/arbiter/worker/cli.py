@@ -81,7 +81,7 @@ def worker_command(args: argparse.Namespace) -> int:
         return 130
     except RestartWorker as switch:  # the directory lock is released: the new worker takes it
         try:
-            restart(switch.python, data_dir)
+            restart(switch.python, data_dir, _restart_environment(args))
         except OSError as error:  # the new worker was run once before the switch: rare
             print(f"arbiter worker: cannot start {switch.python}: {error}", file=sys.stderr)
         return 1
@@ -103,6 +103,16 @@ def _flags(args: argparse.Namespace) -> dict[str, str | None]:
     elif "password" in flags:
         flags["token_file"] = ""
     return flags
+
+
+def _restart_environment(args: argparse.Namespace) -> dict[str, str]:
+    """The environment to re-execute in. The new worker gets no credential flag
+    (worker.ini has it), so a token in the environment, which a credential on
+    this command line overrode, must not override it there."""
+    environment = dict(os.environ)
+    if any(value is not None for value in (args.password, args.token, args.token_file)):
+        environment.pop(TOKEN_VARIABLE, None)
+    return environment
 
 
 def _env_token(args: argparse.Namespace) -> str:

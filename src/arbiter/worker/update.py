@@ -108,13 +108,14 @@ def reexec_command(python: Path, data_dir: Path) -> list[str]:
     return [str(python), "-I", "-m", "arbiter", "worker", "--data-dir", str(data_dir)]
 
 
-def restart(python: Path, data_dir: Path) -> None:
-    """Replace this process with the worker of `python` (same pid). Never returns."""
+def restart(python: Path, data_dir: Path, environment: dict[str, str]) -> None:
+    """Replace this process with the worker of `python` (same pid), in
+    `environment`. Never returns."""
     logging.shutdown()  # flush worker.log: exec does not run exit handlers
     sys.stdout.flush()
     sys.stderr.flush()
     command = reexec_command(python, data_dir)
-    os.execv(command[0], command)  # noqa: S606 - our own interpreter, fixed arguments
+    os.execve(command[0], command, environment)  # noqa: S606 - our own interpreter
 
 
 class SelfUpdate:
