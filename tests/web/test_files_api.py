@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from arbiter.domain.files.book_catalogue import REFERENCE_DEFAULT_BOOK
 from arbiter.domain.run_args import DEFAULT_BOOK
+from arbiter.protocol import WORKER_VERSION
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.web import files_api
@@ -410,3 +411,18 @@ def test_a_book_the_catalogue_gains_goes_to_the_official_worker_at_once(
     library.import_catalogue({DEFAULT_BOOK: {**counts, "sri": library.sri(DEFAULT_BOOK)}}, "op")
     reply = client.post("/api/request_task", json=worker_body()).json()
     assert reply["run"]["_id"] == run_id, reply
+
+
+def test_the_worker_package_is_published_with_its_description(client: TestClient) -> None:
+    described = client.get("/api/worker/package.json")
+    assert described.status_code == 200
+    info = described.json()
+    assert info["protocol"] == WORKER_VERSION
+    assert info["filename"].endswith("-py3-none-any.whl")
+    wheel = client.get("/api/worker/package")
+    assert wheel.status_code == 200
+    assert wheel.headers["content-type"] == "application/zip"
+    assert info["filename"] in wheel.headers["content-disposition"]
+    assert len(wheel.content) == info["size"]
+    assert hashlib.sha256(wheel.content).hexdigest() == info["sha256"]
+    assert client.head("/api/worker/package").status_code == 200

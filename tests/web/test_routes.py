@@ -41,6 +41,8 @@ EXPECTED = {
     ("/api/nn/{name}", "GET"),
     ("/api/books", "GET"),
     ("/api/book/{name}", "GET"),
+    ("/api/worker/package.json", "GET"),
+    ("/api/worker/package", "GET"),
     ("/", "GET"),
     ("/tests", "GET"),
     ("/tests/view/{run_id}", "GET"),

@@ -110,6 +110,11 @@ def test_contributors_and_machines(client: TestClient, repo_url: str) -> None:
     machines = client.get("/machines").text
     assert "alice-4cores-abcd" in machines
     assert f"/tests/view/{run_id}" in machines
+    # The page a worker points its owner to shows what that machine plays.
+    machine = client.get("/workers/alice-4cores-abcd").text
+    assert "Playing now" in machine
+    assert f"/tests/view/{run_id}" in machine
+    assert "Not playing right now" in client.get("/workers/alice-4cores-abc").text
 
 
 def test_the_owner_blocks_a_machine_from_its_page(client: TestClient) -> None:

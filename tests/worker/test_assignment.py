@@ -15,6 +15,14 @@ def test_fields() -> None:
     assert (a.book_depth, a.sprt_batch_size, a.spsa) == (6, 8, False)
     assert a.games_reported == 0
     assert a.label == "patch vs master"
+    assert a.sprt_llr is None  # shown when the run has one, never required
+
+
+def test_the_runs_llr_is_kept_for_the_status_line() -> None:
+    sprt = {"batch_size": 8, "llr": 1.5, "lower_bound": -2.94, "upper_bound": 2.94}
+    assert parse_assignment(task_reply(sprt=sprt)).sprt_llr == (1.5, -2.94, 2.94)
+    sprt["llr"] = "high"
+    assert parse_assignment(task_reply(sprt=sprt)).sprt_llr is None
 
 
 def test_resumed_stats_and_spsa() -> None:

@@ -6,6 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from arbiter.cli import build_parser
+from arbiter.worker import cli
+from arbiter.worker.arguments import TOKEN_VARIABLE
 from arbiter.worker.loop import directory_lock
 from tests.worker.e2e import Accounts, arena
 
@@ -107,3 +112,14 @@ def test_the_token_may_come_from_a_file_or_the_environment(
         done = subprocess.run([*WORKER, "--data-dir", data], env=env, capture_output=True,
                               text=True, timeout=60, check=False)  # fmt: skip
         assert done.returncode == 0, done.stderr
+
+
+def test_the_restarted_worker_keeps_the_credential_this_one_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(TOKEN_VARIABLE, "arb_from_the_environment")
+    parser = build_parser()
+    given = parser.parse_args(["worker", "--token-file", "/etc/arbiter.token"])
+    assert TOKEN_VARIABLE not in cli._restart_environment(given)  # worker.ini names the file
+    plain = parser.parse_args(["worker", "--data-dir", "w"])
+    assert cli._restart_environment(plain)[TOKEN_VARIABLE] == "arb_from_the_environment"

@@ -26,6 +26,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert config.server == "http://127.0.0.1:8000"
     assert (config.concurrency, config.max_memory, config.min_threads) == (3, 8192, 1)
     assert config.fleet is False
+    assert config.self_update is True
     assert config.compiler == ""
     assert len(config.uuid_prefix) == 8
     assert notes == []
@@ -66,6 +67,18 @@ def test_memory_clamps_concurrency(tmp_path: Path) -> None:
     assert notes == ["concurrency reduced from 6 to 2 by max_memory"]
 
 
+def test_self_update_is_turned_off_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "worker.ini"
+    write_file(path, read_file(path))
+    text = path.read_text()
+    assert "self_update = true" in text  # written out, so an operator finds it
+    path.write_text(text.replace("self_update = true", "self_update = false"))
+    parser = read_file(path)
+    apply_flags(parser, GOOD)
+    config, _ = resolve(parser, MACHINE, tmp_path)
+    assert config.self_update is False
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -83,6 +96,7 @@ def test_memory_clamps_concurrency(tmp_path: Path) -> None:
         ({"uuid_prefix": "a"}, "uuid_prefix"),
         ({"uuid_prefix": "bad-prefix"}, "uuid_prefix"),
         ({"fleet": "perhaps"}, "fleet"),
+        ({"self_update": "sometimes"}, "self_update"),
         ({"compiler": "icc"}, "compiler"),
     ],
 )

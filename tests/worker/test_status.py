@@ -15,8 +15,13 @@ def test_task_status_line() -> None:
     stats = Stats(20, 5, 9, 0, 0, [1, 2, 4, 5, 5])
     text = task_status("6543210fedcba98712345678", "patch vs master", played=34, total=200,
                        stats=stats, nps=1_020_000.0)  # fmt: skip
-    assert text.startswith("run 12345678 patch vs master | games 34/200 | W 20 L 5 D 9 | Elo +")
+    assert text.startswith(
+        "run 12345678 patch vs master | games 34/200, 166 left | W 20 L 5 D 9 | Elo +"
+    )
     assert text.endswith("| 1.02 Mnps")
+    with_llr = task_status("6543210fedcba98712345678", "patch vs master", played=34, total=200,
+                           stats=stats, nps=1_020_000.0, sprt_llr=(1.234, -2.94, 2.94))  # fmt: skip
+    assert "| LLR 1.23 [-2.94, 2.94] | 1.02 Mnps" in with_llr
     assert elo_text([0, 0, 0, 0, 0]) == "Elo -"
 
 

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.actions import Actions
+from arbiter.domain.files import worker_package
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
@@ -143,6 +144,16 @@ def open_books(storage: Storage, settings: Settings) -> BookLibrary:
     return books
 
 
+def publish_worker_package(settings: Settings) -> worker_package.WorkerPackage:
+    """The worker wheel of this server's own code, for the workers' self-update."""
+    package = worker_package.publish(settings.data_dir)
+    log.info(
+        "worker package %s (protocol %d, sha256 %s)",
+        package.filename, package.protocol, package.sha256[:16],
+    )  # fmt: skip
+    return package
+
+
 def open_state(settings: Settings) -> AppState:
     engine = make_engine(settings.resolved_database_url)
     try:
@@ -168,6 +179,7 @@ def open_state(settings: Settings) -> AppState:
             nets=NetLibrary(storage, settings.data_dir / "nets"),
             books=books,
             task_semaphore=gate,
+            worker_package=publish_worker_package(settings),
         )
     except BaseException:
         engine.dispose()

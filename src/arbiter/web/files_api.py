@@ -21,6 +21,7 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 
 from arbiter.domain.files.pgns import parse_run_pgns_name, parse_task_pgn_name
 from arbiter.domain.files.staging import StagedUpload, StagingFile
+from arbiter.domain.files.worker_package import WorkerPackage
 from arbiter.storage.records import BookRecord, NetRecord
 from arbiter.web.api import app_state
 from arbiter.web.errors import ApiError
@@ -171,6 +172,29 @@ async def download_book(request: Request) -> Response:
     name = str(request.path_params["name"])
     path = await run_in_threadpool(app_state(request).books.path_for_download, name)
     return _file(path, name)
+
+
+# ---------------------------------------------------------------- the worker's own package
+
+
+def _worker_package(request: Request) -> WorkerPackage:
+    package = app_state(request).worker_package
+    if package is None:
+        raise ApiError(404, "this server publishes no worker package")
+    return package
+
+
+async def worker_package_info(request: Request) -> Response:
+    """What GET /api/worker/package serves: version, protocol, filename, sha256, size."""
+    return json_reply(request, _worker_package(request).describe())
+
+
+async def download_worker_package(request: Request) -> Response:
+    """The worker wheel this server was installed with (the workers' self-update)."""
+    package = _worker_package(request)
+    return FileResponse(
+        package.path, media_type="application/zip", headers=_attachment(package.filename)
+    )
 
 
 def _file(path: Path, name: str) -> Response:

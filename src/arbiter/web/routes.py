@@ -57,6 +57,9 @@ def routes() -> list[BaseRoute]:
         Route("/api/nn/{name}", files_api.download_net, methods=["GET"]),
         Route("/api/books", files_api.list_books, methods=["GET"]),
         Route("/api/book/{name}", files_api.download_book, methods=["GET"]),
+        # The worker's self-update: the wheel of this server's own worker code
+        Route("/api/worker/package.json", files_api.worker_package_info, methods=["GET"]),
+        Route("/api/worker/package", files_api.download_worker_package, methods=["GET"]),
         # Read-only API
         Route("/api/calc_elo", api.calc_elo_endpoint, methods=["GET"]),
         Route("/api/active_runs", runs_api.active_runs, methods=["GET"]),

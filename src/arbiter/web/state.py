@@ -10,6 +10,7 @@ from arbiter.domain.actions import Actions
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
+from arbiter.domain.files.worker_package import WorkerPackage
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs import JobScheduler
 from arbiter.storage import Storage
@@ -35,3 +36,6 @@ class AppState:
     shutting_down: bool = False
     # The background job scheduler: on a primary with jobs enabled, else None.
     jobs: JobScheduler | None = None
+    # The worker wheel served for self-update (built at start-up; None in tests
+    # that build the state by hand).
+    worker_package: WorkerPackage | None = None

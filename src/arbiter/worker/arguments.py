@@ -68,6 +68,47 @@ def add_worker_parser(commands: Any) -> None:
         metavar="DIR",
         help=f"working directory: config, builds, logs (default ./{DEFAULT_DATA_DIR})",
     )
+    _add_worker_actions(worker)
+
+
+def _add_data_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help=f"the worker's data directory (default ./{DEFAULT_DATA_DIR})",
+    )
+
+
+def _add_worker_actions(worker: argparse.ArgumentParser) -> None:
+    """`arbiter worker status` and `arbiter worker install-service` (no action: run)."""
+    actions = worker.add_subparsers(dest="worker_action", metavar="[ACTION]")
+    status = actions.add_parser(
+        "status", help="what the worker of a data directory is doing (from its status.json)"
+    )
+    _add_data_dir(status)
+    status.add_argument("--json", action="store_true", help="print the state file as it is")
+    service = actions.add_parser(
+        "install-service",
+        help="write a systemd unit running this worker (Linux)",
+        description="Write a systemd unit that runs `arbiter worker --data-dir DIR` with the "
+        f"settings of DIR/{CONFIG_NAME}, the token read from a 0600 file.",
+    )
+    _add_data_dir(service)
+    scope = service.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--user", dest="system", action="store_false", help="a user unit (the default)"
+    )
+    scope.add_argument(
+        "--system", dest="system", action="store_true", help="a system unit (needs root)"
+    )
+    service.set_defaults(system=False)  # store_false would make the default True
+    service.add_argument(
+        "--token-file", metavar="PATH", help="the 0600 file holding the worker token (saved)"
+    )
+    service.add_argument("--name", default="arbiter-worker", help="the unit's name")
+    service.add_argument(
+        "--output", metavar="PATH", help="write the unit here instead of where systemd looks"
+    )
 
 
 def add_demo_parser(commands: Any) -> None:

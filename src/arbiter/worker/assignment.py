@@ -40,6 +40,8 @@ class Assignment:
     spsa: bool
     base_nets: tuple[str, ...]
     new_nets: tuple[str, ...]
+    # The run's SPRT when the task was given: (LLR, lower bound, upper bound).
+    sprt_llr: tuple[float, float, float] | None = None
 
     @property
     def games_reported(self) -> int:
@@ -82,9 +84,23 @@ def parse_assignment(reply: Mapping[str, Any]) -> Assignment:
             spsa=bool(args.get("spsa")),
             base_nets=tuple(str(n) for n in args.get("base_nets") or ()),
             new_nets=tuple(str(n) for n in args.get("new_nets") or ()),
+            sprt_llr=_sprt_llr(sprt),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise WorkerError(f"unusable request_task reply: {type(error).__name__} {error}") from None
+
+
+def _sprt_llr(sprt: Any) -> tuple[float, float, float] | None:
+    """Shown to the owner only: a run without these numbers still plays."""
+    if not isinstance(sprt, Mapping):
+        return None
+    values: list[float] = []
+    for key in ("llr", "lower_bound", "upper_bound"):
+        value = sprt.get(key)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None
+        values.append(float(value))
+    return values[0], values[1], values[2]
 
 
 def _text(mapping: Mapping[str, Any], key: str) -> str:

@@ -7,13 +7,16 @@ check the credentials with request_version, then hand over to the main loop.
 """
 
 import argparse
+import json
 import logging
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from types import FrameType
 
+from arbiter.protocol.workers import short_worker_name
 from arbiter.worker.arguments import CONFIG_NAME, TOKEN_VARIABLE
 from arbiter.worker.client import ApiClient
 from arbiter.worker.config import (
@@ -30,8 +33,18 @@ from arbiter.worker.heartbeat import Heartbeat
 from arbiter.worker.host import find_compiler, this_machine, worker_arch
 from arbiter.worker.identity import make_worker_info, new_unique_key
 from arbiter.worker.loop import directory_lock, run_loop
+from arbiter.worker.state import StateFile, read_state, worker_running
+from arbiter.worker.state import describe as describe_state
 from arbiter.worker.status import StatusLine, setup_logging
 from arbiter.worker.task import TaskContext
+from arbiter.worker.update import (
+    RestartWorker,
+    SelfUpdate,
+    current_worker,
+    describe_running,
+    python_of,
+    restart,
+)
 
 log = logging.getLogger("arbiter.worker")
 
@@ -52,6 +65,11 @@ STORED_FLAGS = {
 
 
 def worker_command(args: argparse.Namespace) -> int:
+    action = getattr(args, "worker_action", None)
+    if action == "status":
+        return status_command(args)
+    if action == "install-service":
+        return install_service_command(args)
     data_dir = Path(args.data_dir or DEFAULT_DATA_DIR).absolute()
     try:
         with directory_lock(data_dir):
@@ -61,6 +79,12 @@ def worker_command(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except RestartWorker as switch:  # the directory lock is released: the new worker takes it
+        try:
+            restart(switch.python, data_dir, _restart_environment(args))
+        except OSError as error:  # the new worker was run once before the switch: rare
+            print(f"arbiter worker: cannot start {switch.python}: {error}", file=sys.stderr)
+        return 1
 
 
 def _flags(args: argparse.Namespace) -> dict[str, str | None]:
@@ -81,6 +105,16 @@ def _flags(args: argparse.Namespace) -> dict[str, str | None]:
     return flags
 
 
+def _restart_environment(args: argparse.Namespace) -> dict[str, str]:
+    """The environment to re-execute in. The new worker gets no credential flag
+    (worker.ini has it), so a token in the environment, which a credential on
+    this command line overrode, must not override it there."""
+    environment = dict(os.environ)
+    if any(value is not None for value in (args.password, args.token, args.token_file)):
+        environment.pop(TOKEN_VARIABLE, None)
+    return environment
+
+
 def _env_token(args: argparse.Namespace) -> str:
     """ARBITER_WORKER_TOKEN, unless a credential was given on the command line."""
     given = (args.password, args.token, args.token_file)
@@ -95,6 +129,11 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
     config, notes = resolve(parser, this_machine(), data_dir, env_token=_env_token(args))
     status = StatusLine()
     setup_logging(data_dir, status)
+    log.info("%s, pid %d", describe_running(), os.getpid())
+    if config.self_update and (newer := current_worker(data_dir)) is not None:
+        environment, protocol = newer
+        log.info("switching to the updated worker (protocol %d) in %s", protocol, environment)
+        raise RestartWorker(python_of(environment))
     for note in notes:
         log.info(note)
     compiler = find_compiler(config.compiler)
@@ -103,6 +142,9 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
     unique_key = new_unique_key(config.uuid_prefix)
     info = make_worker_info(config, compiler, unique_key, worker_arch())
     client = ApiClient(config.server, config.password, info)
+    machine = short_worker_name(config.username, config.concurrency, unique_key)
+    state = StateFile(data_dir, server=config.server, machine=machine)
+    state.activity("checking the credentials")
     try:
         if not _credentials_ok(client):
             return 1
@@ -111,16 +153,24 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
             "worker %s: %d cores, %d MiB, compiler %s; server %s",
             unique_key, config.concurrency, config.max_memory, compiled, config.server,
         )  # fmt: skip
+        log.info("this machine on the server: %s/workers/%s", config.server, machine)
+        control = Control()
         context = TaskContext(
             client=client,
             config=config,
             engines=EngineCache(data_dir / "engines", compiler, config.concurrency),
-            control=Control(),
+            control=control,
             status=status,
             books_dir=data_dir / "books",
             nets_dir=data_dir / "nets",
+            updater=SelfUpdate(
+                client, data_dir, enabled=config.self_update, state=state, stop=control.stopping
+            ),
+            state=state,
         )
-        return _run(context)
+        code = _run(context)
+        state.activity(f"stopped (exit status {code})")
+        return code
     finally:
         client.close()
         status.done()
@@ -163,6 +213,38 @@ def _install_signal_handlers(control: Control) -> None:
 
     signal.signal(signal.SIGINT, handle)
     signal.signal(signal.SIGTERM, handle)
+
+
+def status_command(args: argparse.Namespace) -> int:
+    """0: a worker is running; 3: none is (its last state is shown); 2: no state file."""
+    data_dir = Path(args.data_dir or DEFAULT_DATA_DIR).absolute()
+    document = read_state(data_dir)
+    if document is None:
+        print(f"arbiter worker status: no worker state in {data_dir}", file=sys.stderr)
+        return 2
+    running = worker_running(data_dir)
+    if args.json:
+        print(json.dumps({**document, "running": running}, indent=2))
+    else:
+        print("\n".join(describe_state(document, running=running, now=time.time())))
+    return 0 if running else 3
+
+
+def install_service_command(args: argparse.Namespace) -> int:
+    from arbiter.worker import service
+
+    data_dir = Path(args.data_dir or DEFAULT_DATA_DIR).absolute()
+    options = service.ServiceOptions(data_dir=data_dir, system=args.system, name=args.name)
+    try:
+        service.check_settings(data_dir, args.token_file)
+        path = service.install(options, Path(args.output).absolute() if args.output else None)
+    except ConfigError as error:
+        print(f"arbiter worker install-service: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}; to start the worker now and at every boot:")
+    for step in service.next_steps(options, path):
+        print(f"  {step}")
+    return 0
 
 
 def demo_command(args: argparse.Namespace) -> int:

@@ -49,6 +49,7 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("parameters", "uuid_prefix", HARDWARE_PREFIX),
     ("parameters", "fleet", "false"),
     ("parameters", "compiler", ""),
+    ("parameters", "self_update", "true"),
     ("private", "hw_seed", ""),
 )
 KEY_SECTIONS = {key: section for section, key, _ in SETTINGS}
@@ -66,6 +67,7 @@ class WorkerConfig:
     fleet: bool  # exit when the server has no work instead of waiting
     compiler: str  # "g++", "clang++", or "" for the first usable one
     data_dir: Path
+    self_update: bool = True  # install the server's newer worker (update.py)
 
     @property
     def config_path(self) -> Path:
@@ -136,6 +138,7 @@ def resolve(
         fleet=_boolean(parser, "fleet"),
         compiler=_compiler(get("parameters", "compiler")),
         data_dir=data_dir,
+        self_update=_boolean(parser, "self_update"),
     )
     return config, notes
 

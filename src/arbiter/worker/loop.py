@@ -23,6 +23,7 @@ from arbiter.protocol import WORKER_VERSION
 from arbiter.worker.assignment import parse_assignment
 from arbiter.worker.client import TransportError
 from arbiter.worker.errors import ConfigError, CredentialsError, FatalError, RunError, WorkerError
+from arbiter.worker.state import LOCK_FILE
 from arbiter.worker.task import TaskContext, run_task
 
 log = logging.getLogger("arbiter.worker")
@@ -30,7 +31,6 @@ log = logging.getLogger("arbiter.worker")
 BACKOFF_START = 15.0  # s
 BACKOFF_MAX = 900.0
 STOP_FILE = "stop"
-LOCK_FILE = "worker.lock"
 
 
 class Outcome(enum.Enum):
@@ -86,6 +86,7 @@ def run_loop(ctx: TaskContext, *, fleet: bool, backoff: Backoff = Backoff()) -> 
             log.info("%s: exiting (fleet mode)", outcome.value)
             return 0
         log.info("waiting %.0f s before asking again", delay)
+        _activity(ctx, f"waiting {delay:.0f} s before asking again: {outcome.value}")
         if _wait(ctx, delay):
             if ctx.control.stopping.is_set():
                 log.info("stopped (%s)", ctx.control.reason)
@@ -114,23 +115,19 @@ def _wait(ctx: TaskContext, seconds: float) -> bool:
     return False
 
 
+def _activity(ctx: TaskContext, text: str) -> None:
+    if ctx.state is not None:
+        ctx.state.activity(text)
+
+
 def iteration(ctx: TaskContext) -> Outcome:
-    client = ctx.client
-    try:
-        version = client.request_version()
-    except CredentialsError as error:
-        log.error("the server refused the credentials: %s", error)
-        return Outcome.EXIT
-    except WorkerError as error:
-        log.warning("cannot reach the server: %s", error)
-        return Outcome.FAILED
-    if version > WORKER_VERSION:
-        log.warning(
-            "the server speaks protocol %d, this worker %d: please upgrade", version, WORKER_VERSION
-        )
+    _activity(ctx, "asking the server for work")
+    refused = _check_version(ctx)
+    if refused is not None:
+        return refused
     ctx.engines.prune()
     try:
-        reply = client.request_task()
+        reply = ctx.client.request_task()
     except WorkerError as error:
         log.warning("request_task failed: %s", error)
         return Outcome.FAILED
@@ -139,6 +136,35 @@ def iteration(ctx: TaskContext) -> Outcome:
     if "task_id" not in reply:
         return Outcome.NO_TASK
     return play(ctx, reply)
+
+
+def _check_version(ctx: TaskContext) -> Outcome | None:
+    """request_version, and self-update on a newer protocol (RestartWorker once
+    the new worker is current); the outcome when this iteration ends here."""
+    try:
+        version = ctx.client.request_version()
+    except CredentialsError as error:
+        log.error("the server refused the credentials: %s", error)
+        return Outcome.EXIT
+    except WorkerError as error:
+        log.warning("cannot reach the server: %s", error)
+        return Outcome.FAILED
+    if version > WORKER_VERSION:
+        _newer_protocol(ctx, version)
+        if ctx.control.stopping.is_set():  # a signal during the update
+            return Outcome.FAILED
+    return None
+
+
+def _newer_protocol(ctx: TaskContext, version: int) -> None:
+    """Self-update (raises RestartWorker once the new worker is current), or
+    only say so when the worker has no updater."""
+    if ctx.updater is not None:
+        ctx.updater.on_server_protocol(version)
+        return
+    log.warning(
+        "the server speaks protocol %d, this worker %d: please upgrade", version, WORKER_VERSION
+    )
 
 
 def play(ctx: TaskContext, reply: dict[str, Any]) -> Outcome:
@@ -150,6 +176,7 @@ def play(ctx: TaskContext, reply: dict[str, Any]) -> Outcome:
         log.error("request_task gave a task without run or task id: %r", reply)
         return Outcome.FAILED
     ctx.control.start_task(run_id, task_id)
+    _activity(ctx, f"preparing task {task_id} of run {run_id}: builds, nets, book, bench")
     try:
         assignment = parse_assignment(reply)
         log.info(

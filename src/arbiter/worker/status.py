@@ -1,6 +1,7 @@
 """What a person at the terminal sees, and the log file that keeps the details.
 
-The status line (run, games played of the task, W/L/D, Elo estimate, nps)
+The status line (run, games played and left of the task, W/L/D, Elo
+estimate, the run's LLR, nps)
 is redrawn in place on a terminal; when output is not a terminal it is
 printed as a line at each report instead. Log messages of INFO and above go
 to the console (above the status line) and everything to `worker.log` in
@@ -59,18 +60,34 @@ class StatusLine:
 
 
 def task_status(
-    run_id: str, label: str, *, played: int, total: int, stats: Stats, nps: float
+    run_id: str,
+    label: str,
+    *,
+    played: int,
+    total: int,
+    stats: Stats,
+    nps: float,
+    sprt_llr: tuple[float, float, float] | None = None,
 ) -> str:
-    """`run 6543ab12 patch vs master | games 34/200 | W 20 L 5 D 9 | Elo +45.2 ±30.1 | 1.0 Mnps`."""
+    """`run 6543ab12 patch vs master | games 34/200, 166 left | W 20 L 5 D 9 |
+    Elo +45.2 ±30.1 | LLR 1.20 [-2.94, 2.94] | 1.02 Mnps`."""
     parts = [
         f"run {run_id[-8:]} {label}",
-        f"games {played}/{total}",
+        f"games {played}/{total}, {max(0, total - played)} left",
         f"W {stats.wins} L {stats.losses} D {stats.draws}",
         elo_text(stats.pentanomial),
     ]
+    if sprt_llr is not None:
+        parts.append(llr_text(sprt_llr))
     if nps:
         parts.append(f"{nps / 1e6:.2f} Mnps")
     return " | ".join(parts)
+
+
+def llr_text(sprt_llr: tuple[float, float, float]) -> str:
+    """The run's LLR when the task was given, with its bounds."""
+    llr, lower, upper = sprt_llr
+    return f"LLR {llr:.2f} [{lower:.2f}, {upper:.2f}]"
 
 
 def elo_text(pentanomial: list[int]) -> str:

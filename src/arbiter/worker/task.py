@@ -47,7 +47,9 @@ from arbiter.worker.match import (
 )
 from arbiter.worker.nets import engine_default_nets, ensure_nets
 from arbiter.worker.spsa import batch_result, parse_spsa_reply
+from arbiter.worker.state import StateFile, TaskProgress
 from arbiter.worker.status import StatusLine, task_status
+from arbiter.worker.update import SelfUpdate
 
 log = logging.getLogger("arbiter.worker.task")
 
@@ -77,6 +79,8 @@ class TaskContext:
     missing_nets: set[str] = field(default_factory=set)  # defaults the server does not have
     books: dict[tuple[Path, float, int, bool], list[Opening]] = field(default_factory=dict)
     rng: random.Random = field(default_factory=random.Random)
+    updater: SelfUpdate | None = None  # None: a newer protocol is only logged
+    state: StateFile | None = None  # status.json, for `arbiter worker status`
 
 
 @dataclass
@@ -118,10 +122,11 @@ def run_task(ctx: TaskContext, assignment: Assignment) -> None:
             _play_games(ctx, progress, match, book)
     finally:
         match.close()
-    if ctx.control.stopping.is_set():
-        raise FatalError(f"worker stopped ({ctx.control.reason})")
+    # A stopped worker (SIGTERM) uploads the games it reported, then hands the task back.
     if not assignment.spsa and progress.reported.games > 0:
         _upload_pgn(ctx, progress)
+    if ctx.control.stopping.is_set():
+        raise FatalError(f"worker stopped ({ctx.control.reason})")
 
 
 # ---------------------------------------------------------------- preparation
@@ -458,8 +463,31 @@ def _show(ctx: TaskContext, p: _Progress, *, milestone: bool = False) -> None:
     a = p.assignment
     played = a.games_reported + p.stats.games
     stats = p.stats.on_top_of(a.stats)
-    text = task_status(a.run_id, a.label, played=played, total=a.num_games, stats=stats, nps=p.nps)
+    text = task_status(
+        a.run_id,
+        a.label,
+        played=played,
+        total=a.num_games,
+        stats=stats,
+        nps=p.nps,
+        sprt_llr=a.sprt_llr,
+    )
     ctx.status.show(text, milestone=milestone)
+    if ctx.state is not None:
+        ctx.state.progress(
+            TaskProgress(
+                run_id=a.run_id,
+                task_id=a.task_id,
+                label=a.label,
+                played=played,
+                total=a.num_games,
+                wins=stats.wins,
+                losses=stats.losses,
+                draws=stats.draws,
+                nps=p.nps,
+                sprt_llr=a.sprt_llr,
+            )
+        )
 
 
 # ---------------------------------------------------------------- PGN

@@ -109,6 +109,12 @@ async def blocked_workers(request: Request) -> Response:
     return await render(request, "workers.html", {"blocked": found})
 
 
+def is_machine(worker_name: str, short_name: str) -> bool:
+    """Whether a task's (long) worker name is a process of the machine `short_name`
+    (the long name adds the process's own group to the short one)."""
+    return worker_name == short_name or worker_name.startswith(short_name + "-")
+
+
 async def worker(request: Request) -> Response:
     return await _worker_page(request, {})
 
@@ -116,8 +122,10 @@ async def worker(request: Request) -> Response:
 async def _worker_page(request: Request, extra: dict[str, Any], status: int = 200) -> Response:
     name = str(request.path_params["worker_name"])
     found = await run_in_threadpool(_blocks(request).status, name)
+    machines = await run_in_threadpool(app_state(request).runs.queries.machines)
     context = {
         "worker": found,
+        "playing": [m for m in machines if is_machine(m.task.worker_name, name)],
         "may_change": may_change(current_user(request), name),
         "errors": {},
         "message": found.message,
