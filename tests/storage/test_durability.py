@@ -1,6 +1,7 @@
 """Group commit on SQLite: every write is synced before it returns (or before the
 `durable_on_exit` block around it ends), and one sync serves many commits."""
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.storage import Storage
+from arbiter.storage import Storage, durability
 from arbiter.storage.durability import WalSync, deferred
 from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.storage.engine import wal_sync as engine_wal_sync
@@ -173,3 +174,30 @@ def test_a_block_on_one_thread_does_not_defer_another_threads_writes(
         with ThreadPoolExecutor(max_workers=1) as pool:
             pool.submit(put, sqlite_file_storage, "other").result()
         assert sync.syncs == before + 1
+
+
+def test_the_directory_is_synced_once_per_new_wal_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new WAL file's directory entry must reach the disk too (once): syncing
+    the file alone would leave it unnamed after a power cut."""
+    synced_directories: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(descriptor: int) -> None:
+        synced_directories.append(str(Path(f"/proc/self/fd/{descriptor}").readlink()))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(durability.os, "fsync", recording_fsync)
+    wal = tmp_path / "db-wal"
+    wal.write_bytes(b"frames")
+    sync = WalSync(tmp_path / "db")
+    sync.wait(sync.ticket())
+    sync.wait(sync.ticket())  # the same file: its entry is already durable
+    assert synced_directories == [str(tmp_path)]
+    replacement = tmp_path / "new"  # made while the old one exists: another inode
+    replacement.write_bytes(b"frames")
+    replacement.replace(wal)
+    sync.wait(sync.ticket())
+    assert synced_directories == [str(tmp_path), str(tmp_path)]
+    assert sync.syncs == 3
