@@ -99,8 +99,11 @@ class Outcome:
 
     @property
     def killed_share(self) -> float:
+        """Killed among the mutants some test reached; a mutant that makes a test
+        hang (timeout) was noticed, so it counts as killed."""
         tested = self.mutants - self.counts.get("no tests", 0) - self.counts.get("skipped", 0)
-        return self.counts.get("killed", 0) / tested if tested else 0.0
+        caught = self.counts.get("killed", 0) + self.counts.get("timeout", 0)
+        return caught / tested if tested else 0.0
 
 
 def mutmut_config(target: Target, jobs: int) -> str:
@@ -187,8 +190,8 @@ def report(outcome: Outcome, jobs: int) -> str:
         f"- Module: `{target.source}` ({target.guarantee}).",
         f"- Tests run against each mutant (SQLite only): {', '.join(map(code, target.tests))}.",
         f"- Mutants: {outcome.mutants} ({counts}); killed {outcome.killed_share:.0%}"
-        f" of those with tests (goal {GOAL:.0%}); {outcome.seconds:.0f} s with {jobs}"
-        " process(es).",
+        f" (timeouts included) of those with tests (goal {GOAL:.0%});"
+        f" {outcome.seconds:.0f} s with {jobs} process(es).",
     ]
     if outcome.survivors:
         lines += ["", "Survivors (each needs a test or an explanation):", ""]
