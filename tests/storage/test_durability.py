@@ -131,7 +131,7 @@ def test_a_write_returns_only_once_the_wal_is_synced(
 ) -> None:
     """The commit itself is in the WAL at once (a killed process keeps it), but the
     writer is answered only after an fdatasync of that WAL file has finished."""
-    with held_syncs(monkeypatch) as held, ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=1) as pool, held_syncs(monkeypatch) as held:
         write = pool.submit(put, sqlite_file_storage, "a")
         held.wait_for_calls(1)
         assert count_rows(sqlite_file_storage) == 1  # committed...
@@ -149,7 +149,7 @@ def test_commits_made_while_a_sync_runs_share_the_next_one(
     seven more commit; once it is released, one more sync serves all seven."""
     sync = wal_sync(sqlite_file_storage)
     before = sync.syncs
-    with held_syncs(monkeypatch) as held, ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=8) as pool, held_syncs(monkeypatch) as held:
         first = pool.submit(put, sqlite_file_storage, "first")
         held.wait_for_calls(1)
         others = [pool.submit(put, sqlite_file_storage, f"other-{i}") for i in range(7)]
@@ -201,3 +201,21 @@ def test_the_directory_is_synced_once_per_new_wal_file(
     sync.wait(sync.ticket())
     assert synced_directories == [str(tmp_path), str(tmp_path)]
     assert sync.syncs == 3
+
+
+def test_a_commit_already_synced_never_waits_for_another_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While one writer's sync is under way (held here), a writer whose commit an
+    earlier sync covered returns at once instead of queueing behind the disk."""
+    (tmp_path / "db-wal").write_bytes(b"frames")
+    sync = WalSync(tmp_path / "db")
+    covered = sync.ticket()
+    sync.wait(covered)
+    with ThreadPoolExecutor(max_workers=2) as pool, held_syncs(monkeypatch) as held:
+        later = pool.submit(sync.wait, sync.ticket())
+        held.wait_for_calls(1)
+        pool.submit(sync.wait, covered).result(timeout=10)
+        assert not later.done()
+        held.released.set()
+        later.result(timeout=10)

@@ -287,7 +287,7 @@ def test_update_task_is_answered_only_once_its_commit_is_synced(
     disk has it; the worker must not hear "saved" until the WAL's fdatasync ends."""
     with api_with_users(tmp_path, sqlite_database_url, monkeypatch) as client:
         run_id, task_id = live_task(client, repo_url)
-        with held_syncs(monkeypatch) as held, ThreadPoolExecutor(max_workers=1) as pool:
+        with ThreadPoolExecutor(max_workers=1) as pool, held_syncs(monkeypatch) as held:
             reply = pool.submit(update, client, run_id, task_id)
             committed = lambda: stored_task(client, run_id, task_id).wins == 2  # noqa: E731
             wait_for(committed, "the update was never committed")
