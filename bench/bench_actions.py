@@ -41,6 +41,7 @@ from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine, normalize_url, sqlite_url
 from arbiter.storage.migrate import upgrade
 from arbiter.storage.schema import actions
+from bench.command import command_line
 from bench.harness import machine, write_section
 
 GOAL_MS = 50.0
@@ -211,9 +212,7 @@ def run_backend(backend: str, engine: Engine, args: argparse.Namespace) -> tuple
     seconds = fill(engine, args.actions)
     results = measure(Storage(engine), args.repeats)
     table = render(results)
-    command = f".venv/bin/python bench/bench_actions.py --write --actions {args.actions}"
-    if backend == "postgresql":
-        command = f"ARBITER_TEST_POSTGRES_URL=<a server> {command}"
+    command = command_line()
     body = "\n".join(
         [
             table,

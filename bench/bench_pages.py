@@ -45,6 +45,7 @@ from arbiter.storage import Storage
 from arbiter.storage.records import RunRecord, TaskRecord
 from arbiter.web.bootstrap import make_accounts
 from arbiter.web.settings import Settings
+from bench.command import command_line
 from tests.web.live_server import CHEAP_HASHING, PASSWORD, free_port, wait_until_serving
 from tests.web.live_server import Server as LiveServer
 
@@ -284,10 +285,7 @@ def main() -> None:
             server.process.terminate()
             server.process.wait(10)
     backend = "PostgreSQL" if options.database_url.startswith("postgres") else "SQLite"
-    command = ".venv/bin/python bench/bench_pages.py --write"
-    if options.database_url:
-        command += " --database-url <an empty PostgreSQL database>"
-    section = report(results, backend, options.requests, command)
+    section = report(results, backend, options.requests, command_line())
     print(section)
     if options.write:
         write_doc(section, backend)

@@ -21,6 +21,7 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -29,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import chess
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from arbiter.worker.books import openings_for_task, read_book
 from arbiter.worker.match import (
@@ -42,6 +46,7 @@ from arbiter.worker.match import (
     UciEngine,
     parse_time_control,
 )
+from bench.command import command_line
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -193,7 +198,7 @@ def report(runs: list[Figures], bare: Figures, calibration: float, pairs: int) -
         "least a Python driver pays per move. Calibration: 10^5 float multiply-adds took "
         f"{calibration:.0f} us in the same run.",
         f"Machine: {os.cpu_count()} CPUs (nproc), {cpu}, Python {platform.python_version()}.",
-        "Command: `.venv/bin/python bench/bench_runner.py --write`",
+        f"Command: `{command_line()}`",
     )
     return "\n".join([table(runs, bare, calibration), "", *notes])
 

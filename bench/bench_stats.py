@@ -14,9 +14,13 @@ import os
 import platform
 import random
 import statistics
+import sys
 import timeit
 from collections.abc import Callable
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from arbiter.stats import (
     aggregate_rows,
@@ -29,6 +33,7 @@ from arbiter.stats import (
     update_sprt,
     worker_row,
 )
+from bench.command import command_line
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- stats:begin -->", "<!-- stats:end -->"
@@ -132,7 +137,7 @@ def render(unit: float, rows: list[tuple[str, float, float, float | None, float 
         f" Python {platform.python_version()}.",
         "Reference figures: fishtest's scipy-based code (reliability-performance.md B3).",
         f"Each figure is the median over {ROUNDS} rounds of the best of 3 timeit repeats.",
-        "Command: `.venv/bin/python bench/bench_stats.py --write`",
+        f"Command: `{command_line()}`",
     ]
     return "\n".join(lines)
 

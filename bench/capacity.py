@@ -43,7 +43,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.storage import Storage
 from arbiter.storage.durability import WalSync
-from arbiter.storage.engine import make_engine, sqlite_url
+from arbiter.storage.engine import make_engine, sqlite_url, wal_sync
 from arbiter.web.bootstrap import prepare_database
 from arbiter.web.settings import TASK_SEMAPHORE_SIZE
 from bench import harness
@@ -249,21 +249,32 @@ def _scheduler_calls(scratch: Path, engine: Engine, args: argparse.Namespace) ->
             reply = runs.scheduler.request_task(machine, owner, f"10.{i >> 8 & 255}.{i & 255}.1")
             assert "task_id" in reply, reply
 
+    sync = wal_sync(engine)
+    assert sync is not None
+    syncs = sync.syncs
     wall, cpu = time.perf_counter(), time.process_time()
     assign(machines[: args.calls], 0)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    syncs = sync.syncs - syncs
     # Then what each further task keeps in memory (record, indexes, lease), untimed.
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     assign(machines[args.calls :], args.calls)
     kept = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
+    with storage.read() as tx:
+        tasks = tx.connection.exec_driver_sql(
+            "SELECT count(*), count(DISTINCT run_id || '/' || task_id) FROM tasks"
+        ).one()
     engine.dispose()
     per_call = 1e6 / args.calls
     return {
         "wall_us": wall * per_call,
         "cpu_us": cpu * per_call,
         "bytes_per_task": kept / args.calls,
+        "syncs_per_call": syncs / args.calls,
+        "tasks": tasks[0],
+        "distinct_tasks": tasks[1],
     }
 
 

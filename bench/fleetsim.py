@@ -444,6 +444,15 @@ def _shorten(message: object) -> str:
     return text[:70]
 
 
+TAIL_SAMPLES = 10  # samples above a percentile for it to be shown as one
+
+
+def supported(count: int, q: float) -> bool:
+    """Whether `count` samples put at least TAIL_SAMPLES above the q-th percentile;
+    below that, the nearest-rank "percentile" is one of the few largest values."""
+    return round(count * (100.0 - q) / 100.0, 6) >= TAIL_SAMPLES  # 100 - 99.9 is 0.0999...
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile of `values` (q in 0..100)."""
     if not values:

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import os
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 import uvloop
 
 from bench import harness
+from bench.command import command_line
 from bench.fleet import ENDPOINTS, Options, fleet_config, run_phase
 from bench.fleetsim import clock
 from bench.httpclient import Connection, HttpError
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         harness.pin_self_to_client_core()
         lines, failed = uvloop.run(slow_headers(args))
-    command = "python bench/fuzz.py " + shlex.join(a for a in sys.argv[1:] if a != "--write")
+    command = command_line()
     machine = harness.machine(pinned=args.scenario != "long")
     body = "\n".join([*lines, f"- Machine: {machine}.", "", f"Command: `{command}`"])
     print(body)

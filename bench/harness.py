@@ -8,7 +8,6 @@ test suite uses); this module adds pinning, the raw-ASGI baseline and metrics.
 import argparse
 import os
 import platform
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ import uvloop
 from arbiter.admin import open_storage
 from arbiter.web.bootstrap import make_accounts
 from arbiter.web.settings import Settings
+from bench.command import command_line
 from tests.web.live_server import (
     CHEAP_HASHING,
     PASSWORD,
@@ -236,8 +236,7 @@ def run_scenario(
     returns its report lines and its failed gates: exit status 1 if any failed."""
     pin_self_to_client_core()
     lines, failed = uvloop.run(scenarios[args.scenario](args))
-    options = shlex.join(a for a in sys.argv[1:] if a != "--write")
-    command = f"python bench/{script}.py {options}"
+    command = command_line()
     body = "\n".join([*lines, f"- Machine: {machine()}.", "", f"Command: `{command}`"])
     print(body)
     if args.write:

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from arbiter.admin import open_storage
 from arbiter.web.bootstrap import make_accounts
 from arbiter.web.settings import Settings
+from bench.command import command_line
 from bench.httpclient import HttpError, Pool
 from tests.web.live_server import PASSWORD, Server, start_server, stop
 
@@ -242,8 +243,7 @@ def main() -> None:
             results = asyncio.run(measure(server, token, options))
         finally:
             stop(server)
-    command = " ".join([".venv/bin/python bench/passwords.py", *sys.argv[1:]])
-    section = report(results, options, command)
+    section = report(results, options, command_line())
     print(section)
     if options.write and not options.source:
         write_doc(section)

@@ -1,8 +1,14 @@
 """Browser tests: Playwright drives Debian's Chromium (headless) against a real
 `arbiter serve` process. Screenshots of the main pages go to $ARBITER_ARTIFACTS
-(default tests/artifacts/, ignored by git)."""
+(default tests/artifacts/, ignored by git).
+
+The browser is the one scripts/find-browser prints (the installer asks it too).
+Without one these tests skip, unless ARBITER_TEST_REQUIRE_BROWSER=1 (set by
+scripts/test): then a missing browser fails the run, so CI cannot lose them."""
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +16,16 @@ import pytest
 
 from tests.web.live_server import Server, create_user, start_server, stop
 
-CHROMIUM = Path("/usr/bin/chromium")
+FIND_BROWSER = Path(__file__).resolve().parents[2] / "scripts" / "find-browser"
+
+
+def find_chromium() -> tuple[Path | None, str]:
+    """The browser's path, or None and why not."""
+    bash = shutil.which("bash") or "/bin/bash"
+    found = subprocess.run([bash, str(FIND_BROWSER)], capture_output=True, text=True, check=False)
+    if found.returncode != 0:
+        return None, found.stderr.strip()
+    return Path(found.stdout.strip()), ""
 
 
 @pytest.fixture(scope="session")
@@ -23,12 +38,15 @@ def artifacts() -> Path:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (scripts/install-system-deps)")
+    path, missing = find_chromium()
+    if path is None:
+        if os.environ.get("ARBITER_TEST_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"ARBITER_TEST_REQUIRE_BROWSER=1 but {missing}")
+        pytest.skip(missing)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        chromium = playwright.chromium.launch(executable_path=str(path), headless=True)
         yield chromium
         chromium.close()
 

@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from arbiter.stats import (
@@ -45,15 +45,30 @@ def test_no_exception_on_any_counts(results: list[int], b: tuple[float, float]) 
 
 @SETTINGS
 @given(results=penta, b=bounds)
-def test_calc_elo_never_crashes(results: list[int], b: tuple[float, float]) -> None:
-    if 2 * sum(results) > 2**32:
-        return
+def test_calc_elo_answers_a_sound_estimate_on_any_counts(
+    results: list[int], b: tuple[float, float]
+) -> None:
+    """Not only "no exception": every number is finite, LOS a probability, the
+    interval ordered around the estimate, the SPRT bounds on either side of 0,
+    and the same counts give the same answer whether or not bounds are asked."""
+    assume(2 * sum(results) <= 2**32)
+    elo0, elo1 = b[0], min(b[1], 10.0)
+    assume(elo1 >= elo0 + 0.5)
     keys = ("LL", "LD", "DDWL", "WD", "WW")
-    query = {k: str(v) for k, v in zip(keys, results, strict=True)}
-    query |= {"elo0": repr(b[0]), "elo1": repr(b[1] if b[1] <= 10 else 10.0)}
-    if float(query["elo1"]) < float(query["elo0"]) + 0.5:
-        return
-    calc_elo(query)
+    counts = {k: str(v) for k, v in zip(keys, results, strict=True)}
+    reply = calc_elo(counts | {"elo0": repr(elo0), "elo1": repr(elo1)})
+    assert set(reply) == {"a", "b", "elo", "ci", "LOS", "LLR"}
+    low, high = reply["ci"]  # type: ignore[misc]
+    numbers = [reply[k] for k in ("a", "b", "elo", "LOS", "LLR")] + [low, high]
+    assert all(isinstance(v, float) and math.isfinite(v) for v in numbers), reply
+    assert 0.0 <= reply["LOS"] <= 1.0  # type: ignore[operator]
+    assert low <= reply["elo"] <= high, reply  # type: ignore[operator]
+    assert reply["a"] < 0.0 < reply["b"], reply  # type: ignore[operator]
+    fixed = calc_elo(counts)
+    assert set(fixed) == {"elo", "ci", "LOS"}
+    estimate = fixed_games_elo(results)
+    assert fixed == {"elo": estimate.elo, "ci": list(estimate.ci), "LOS": estimate.los}
+    assert 0.0 <= fixed["LOS"] <= 1.0  # type: ignore[operator]
 
 
 @SETTINGS

@@ -1,17 +1,20 @@
 """Group commit on SQLite: every write is synced before it returns (or before the
 `durable_on_exit` block around it ends), and one sync serves many commits."""
 
+import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from arbiter.storage import Storage
+from arbiter.storage import Storage, durability
 from arbiter.storage.durability import WalSync, deferred
 from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.storage.engine import wal_sync as engine_wal_sync
+from tests.storage.support import held_syncs
 
 
 @pytest.fixture
@@ -114,7 +117,52 @@ def test_concurrent_writers_share_syncs_and_all_commit(sqlite_file_storage: Stor
     with sqlite_file_storage.read() as tx:
         count = tx.connection.exec_driver_sql("SELECT count(*) FROM kv").scalar()
     assert count == threads * writes
-    assert sync.syncs - before <= threads * writes  # never more than one per commit
+    assert 1 <= sync.syncs - before <= threads * writes  # never more than one per commit
+
+
+def count_rows(storage: Storage) -> int:
+    with storage.read() as tx:
+        count: int = tx.connection.exec_driver_sql("SELECT count(*) FROM kv").scalar_one()
+        return count
+
+
+def test_a_write_returns_only_once_the_wal_is_synced(
+    sqlite_file_storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit itself is in the WAL at once (a killed process keeps it), but the
+    writer is answered only after an fdatasync of that WAL file has finished."""
+    with ThreadPoolExecutor(max_workers=1) as pool, held_syncs(monkeypatch) as held:
+        write = pool.submit(put, sqlite_file_storage, "a")
+        held.wait_for_calls(1)
+        assert count_rows(sqlite_file_storage) == 1  # committed...
+        time.sleep(0.2)
+        assert not write.done()  # ...but not acknowledged while its sync is held
+        assert held.paths == [f"{sqlite_file_storage.engine.url.database}-wal"]
+        held.released.set()
+        write.result(timeout=10)
+
+
+def test_commits_made_while_a_sync_runs_share_the_next_one(
+    sqlite_file_storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Group commit, deterministically: while the first writer's sync is held,
+    seven more commit; once it is released, one more sync serves all seven."""
+    sync = wal_sync(sqlite_file_storage)
+    before = sync.syncs
+    with ThreadPoolExecutor(max_workers=8) as pool, held_syncs(monkeypatch) as held:
+        first = pool.submit(put, sqlite_file_storage, "first")
+        held.wait_for_calls(1)
+        others = [pool.submit(put, sqlite_file_storage, f"other-{i}") for i in range(7)]
+        deadline = time.monotonic() + 10
+        while count_rows(sqlite_file_storage) < 8:
+            assert time.monotonic() < deadline, "the seven writers did not commit"
+            time.sleep(0.005)
+        assert not any(write.done() for write in [first, *others])
+        held.released.set()
+        for write in [first, *others]:
+            write.result(timeout=10)
+    assert sync.syncs == before + 2
+    assert held.waiting() == 2
 
 
 def test_a_block_on_one_thread_does_not_defer_another_threads_writes(
@@ -126,3 +174,48 @@ def test_a_block_on_one_thread_does_not_defer_another_threads_writes(
         with ThreadPoolExecutor(max_workers=1) as pool:
             pool.submit(put, sqlite_file_storage, "other").result()
         assert sync.syncs == before + 1
+
+
+def test_the_directory_is_synced_once_per_new_wal_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new WAL file's directory entry must reach the disk too (once): syncing
+    the file alone would leave it unnamed after a power cut."""
+    synced_directories: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(descriptor: int) -> None:
+        synced_directories.append(str(Path(f"/proc/self/fd/{descriptor}").readlink()))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(durability.os, "fsync", recording_fsync)
+    wal = tmp_path / "db-wal"
+    wal.write_bytes(b"frames")
+    sync = WalSync(tmp_path / "db")
+    sync.wait(sync.ticket())
+    sync.wait(sync.ticket())  # the same file: its entry is already durable
+    assert synced_directories == [str(tmp_path)]
+    replacement = tmp_path / "new"  # made while the old one exists: another inode
+    replacement.write_bytes(b"frames")
+    replacement.replace(wal)
+    sync.wait(sync.ticket())
+    assert synced_directories == [str(tmp_path), str(tmp_path)]
+    assert sync.syncs == 3
+
+
+def test_a_commit_already_synced_never_waits_for_another_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While one writer's sync is under way (held here), a writer whose commit an
+    earlier sync covered returns at once instead of queueing behind the disk."""
+    (tmp_path / "db-wal").write_bytes(b"frames")
+    sync = WalSync(tmp_path / "db")
+    covered = sync.ticket()
+    sync.wait(covered)
+    with ThreadPoolExecutor(max_workers=2) as pool, held_syncs(monkeypatch) as held:
+        later = pool.submit(sync.wait, sync.ticket())
+        held.wait_for_calls(1)
+        pool.submit(sync.wait, covered).result(timeout=10)
+        assert not later.done()
+        held.released.set()
+        later.result(timeout=10)

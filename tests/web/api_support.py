@@ -35,6 +35,19 @@ UNSNAPSHOTTED = frozenset({"sessions", "worker_tokens"})
 
 _HASHER = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)  # as the test apps
 
+# The worker calls a secondary refuses, written out here rather than read from
+# the product: a path moved to the secondary's side by mistake must fail a test.
+PRIMARY_ONLY_WORKER_PATHS = (
+    "/api/request_version",
+    "/api/request_task",
+    "/api/update_task",
+    "/api/beat",
+    "/api/request_spsa",
+    "/api/failed_task",
+    "/api/stop_run",
+    "/api/worker_log",
+)
+
 PGN = base64.b64encode(gzip.compress(b'[Event "x"]\n[Result "1-0"]\n\n1. e4 1-0\n')).decode()
 
 

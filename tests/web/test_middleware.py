@@ -7,8 +7,8 @@ from starlette.testclient import TestClient
 
 from arbiter.protocol import WORKER_PATHS
 from arbiter.web.app import create_app
-from arbiter.web.middleware import SECONDARY_WORKER_PATHS
 from arbiter.web.settings import Settings
+from tests.web.api_support import PRIMARY_ONLY_WORKER_PATHS
 from tests.web.support import state
 
 
@@ -34,7 +34,12 @@ def secondary(settings: Settings) -> Iterator[TestClient]:
         yield test_client
 
 
-@pytest.mark.parametrize("path", [p for p in WORKER_PATHS if p not in SECONDARY_WORKER_PATHS])
+def test_the_worker_api_is_the_nine_paths_of_the_protocol() -> None:
+    """Written out, so a path dropped from (or added to) the protocol is seen here."""
+    assert set(WORKER_PATHS) == {*PRIMARY_ONLY_WORKER_PATHS, "/api/upload_pgn"}
+
+
+@pytest.mark.parametrize("path", PRIMARY_ONLY_WORKER_PATHS)
 def test_secondary_answers_worker_calls_with_json_503(secondary: TestClient, path: str) -> None:
     reply = secondary.post(path, json={})
     assert reply.status_code == 503
@@ -67,4 +72,21 @@ def test_declared_oversized_form_is_refused(client: TestClient) -> None:
     reply = client.post(
         "/login", content=b"a" * (3 * 1024 * 1024), headers={"content-type": "text/plain"}
     )
+    assert reply.status_code == 413
+
+
+def oversized_chunks(total: int, chunk: int = 64 * 1024) -> Iterator[bytes]:
+    """A body with no Content-Length: httpx sends it chunked."""
+    for _ in range(total // chunk):
+        yield b"a" * chunk
+
+
+@pytest.mark.parametrize("path", ["/api/request_task", "/api/update_task"])
+def test_streamed_oversized_body_is_refused(client: TestClient, path: str) -> None:
+    """A chunked body declares no length: it is counted as it streams and cut off."""
+    reply = client.post(
+        path, content=oversized_chunks(3 * 1024 * 1024), headers={"content-type": "text/plain"}
+    )
+    assert "content-length" not in reply.request.headers
+    assert reply.request.headers["transfer-encoding"] == "chunked"
     assert reply.status_code == 413

@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from arbiter.protocol import WORKER_PATHS
-from arbiter.web.middleware import SECONDARY_WORKER_PATHS
 from tests.domain.runs.support import pairs
 from tests.web.api_support import (
     PGN,
+    PRIMARY_ONLY_WORKER_PATHS,
     api_client,
     api_settings,
     approved,
@@ -31,7 +30,6 @@ from tests.web.support import STRONG_PASSWORD, state
 
 Apps = tuple[TestClient, TestClient]
 
-PRIMARY_ONLY = [path for path in WORKER_PATHS if path not in SECONDARY_WORKER_PATHS]
 MUTATIONS = ("approve", "stop", "modify", "purge", "delete")
 
 
@@ -124,7 +122,7 @@ def worker_call(path: str, runs: dict[str, Any]) -> dict[str, Any]:
 
 def test_worker_calls_get_a_json_503(apps: Apps, runs: dict[str, Any]) -> None:
     primary, secondary = apps
-    for path in PRIMARY_ONLY:
+    for path in PRIMARY_ONLY_WORKER_PATHS:
         with unchanged(primary):
             reply = secondary.post(path, json=worker_call(path, runs))
         assert reply.status_code == 503, path

@@ -9,7 +9,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
 import pytest
@@ -17,14 +19,17 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from arbiter.storage.engine import normalize_url
+from tests.web.api_support import worker_info as api_worker_info
 from tests.web.live_server import (
     PASSWORD,
     Server,
+    create_token,
     create_user,
     free_port,
     start_server,
     stop,
 )
+from tests.web.test_crash_safety import submit_run
 
 
 @pytest.fixture
@@ -178,3 +183,67 @@ def stored_usernames(database_url: str) -> set[str]:
             return {row[0] for row in connection.execute(text("SELECT username FROM users"))}
     finally:
         engine.dispose()
+
+
+# ------------------------------------------- the default settings, in a real server
+
+
+def test_the_default_threadpool_size_is_the_one_the_server_runs_with(server: Server) -> None:
+    """No ARBITER_* setting in the environment: the limiter the running server's
+    handlers go through has the seeds' 200 threads (read back after start-up)."""
+    assert "threadpool of 200 threads" in server.output()
+
+
+def locked_database(data_dir: Path) -> sqlite3.Connection:
+    """Holds SQLite's write lock from another process's point of view: the
+    server's next commit waits (its busy timeout is 30 s) until rollback."""
+    holder = sqlite3.connect(data_dir / "arbiter.sqlite3", isolation_level=None, timeout=30)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_the_default_task_gate_is_five_places_two_per_account(
+    tmp_path: Path, repo_url: str
+) -> None:
+    """request_task's gate with its defaults, over HTTP: while a decision cannot
+    commit, five calls wait inside the gate (two per account at most), and a sixth
+    call, within its account's share, is told "too busy" at once."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("alice", "bob"):
+        create_user(data, name)
+    create_user(data, "root", approver=True)
+    tokens = {name: create_token(data, name) for name in ("alice", "bob", "root")}
+    running = start_server(data)
+    try:
+        submit_run(running, tokens["alice"], tokens["root"], repo_url)
+        for name, token in tokens.items():  # credentials proven: no query left to block on
+            body = {"password": token, "worker_info": {"username": name}}
+            assert httpx.post(running.url + "/api/request_version", json=body).status_code == 200
+
+        def request_task(name: str, key: str) -> dict[str, Any]:
+            info = api_worker_info(name, key=key)
+            body = {"password": tokens[name], "worker_info": info}
+            reply = httpx.post(running.url + "/api/request_task", json=body, timeout=60)
+            payload: dict[str, Any] = reply.json()
+            return payload
+
+        holder = locked_database(data)
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            try:
+                inside = [
+                    pool.submit(request_task, name, f"{name[:3]}{i}")
+                    for name in ("alice", "bob", "root")
+                    for i in range(2 if name != "root" else 1)
+                ]
+                time.sleep(2.0)  # each call is in the gate within milliseconds
+                sixth = pool.submit(request_task, "root", "roo1").result(timeout=20)
+                assert "too busy" in sixth.get("info", ""), sixth
+                assert not any(call.done() for call in inside)
+            finally:
+                holder.rollback()
+                holder.close()
+            replies = [call.result(timeout=60) for call in inside]
+        assert all("task_id" in reply for reply in replies), replies
+    finally:
+        stop(running)

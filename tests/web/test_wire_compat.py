@@ -110,6 +110,17 @@ def build(world: World, repo_url: str) -> None:
     spsa_run(world, repo_url)
     active_sprt(world, repo_url)
     fleet_and_accounts(world, repo_url)
+    password_guesses(world)
+
+
+def password_guesses(world: World) -> None:
+    """Wrong worker passwords for bob past his free failures: the wait that
+    begins is a system_event action."""
+    for _ in range(6):
+        status, _ = post(
+            world.client, "/api/request_version", worker_body("bob", "bbbb", password="x")
+        )
+        assert status in (401, 429)
 
 
 def submit(client: TestClient, repo_url: str, **args: Any) -> str:
@@ -375,13 +386,16 @@ def all_actions(world: World) -> list[dict[str, Any]]:
     return everything
 
 
-@pytest.mark.parametrize("action", sorted(shapes.ACTIONS))
+# The reference writes log_message only when a MongoDB index hint fails, which
+# has no counterpart here: no path of ours writes one, so no scenario can.
+WRITTEN_ACTIONS = sorted(set(shapes.ACTIONS) - {"log_message"})
+
+
+@pytest.mark.parametrize("action", WRITTEN_ACTIONS)
 def test_actions_have_the_reference_shape(world: World, action: str) -> None:
     reply = world.client.post("/api/actions", json={"action": action})
     assert reply.status_code == 200, reply.text
     listed = reply.json()
-    if not listed and action in {"system_event", "log_message"}:
-        pytest.skip(f"the scenario writes no {action} action")
     assert listed, f"the scenario wrote no {action} action"
     for index, entry in enumerate(listed):
         assert entry["action"] == action

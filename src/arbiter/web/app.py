@@ -123,9 +123,10 @@ def create_app(
         if tune_runtime:
             _tune_runtime_for_serving()
         log.info(
-            "arbiter %s ready (database %s)",
+            "arbiter %s ready (database %s; threadpool of %d threads)",
             settings.role,
             holder["state"].engine.url.render_as_string(),
+            anyio.to_thread.current_default_thread_limiter().total_tokens,  # as applied
         )
         try:
             yield

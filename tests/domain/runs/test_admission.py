@@ -105,3 +105,19 @@ def test_holds_share_tells_an_accounts_refusal_from_a_full_gate() -> None:
     assert not gate.enter("alice")  # the gate is full: not alice's doing
     assert not gate.holds_share("alice")
     assert not AdmissionGate(threading.Semaphore(1), per_account=None).holds_share("x")
+
+
+def test_a_share_below_one_place_is_refused_with_its_reason() -> None:
+    with pytest.raises(ValueError, match=r"\Aper_account must be at least 1\Z"):
+        AdmissionGate(threading.Semaphore(5), per_account=0)
+
+
+def test_the_gate_remembers_only_accounts_holding_a_place() -> None:
+    """Memory stays bounded by the gate's size, not by every account ever seen
+    (white-box: the count of places per account is the only state it keeps)."""
+    gate = AdmissionGate(threading.Semaphore(5), per_account=2)
+    for index in range(100):
+        assert gate.enter(f"account{index}")
+        gate.leave(f"account{index}")
+    assert gate.enter("alice")
+    assert dict(gate._held) == {"alice": 1}
