@@ -43,6 +43,8 @@ EXPECTED = {
     ("/api/book/{name}", "GET"),
     ("/", "GET"),
     ("/tests", "GET"),
+    ("/tests/finished", "GET"),
+    ("/tests/user/{username}", "GET"),
     ("/tests/view/{run_id}", "GET"),
     ("/tests/run", "GET"),
     ("/tests/run", "POST"),

@@ -16,6 +16,7 @@ from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.password_guard import PasswordGuard, PasswordLimits
 from arbiter.domain.runs.admission import AdmissionGate, fair_share
+from arbiter.domain.runs.approval import ApprovalPolicy
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs import Job, JobScheduler, job_table
 from arbiter.jobs.table import secondary_job_table
@@ -152,7 +153,8 @@ def open_state(settings: Settings) -> AppState:
         books = open_books(storage, settings)
         share = settings.task_semaphore_per_account or fair_share(settings.task_semaphore_size)
         fair_gate = AdmissionGate(gate, per_account=share)
-        runs = Runs(storage, task_gate=fair_gate, books=books)
+        approval = ApprovalPolicy(allow_self=settings.allow_self_approval)
+        runs = Runs(storage, task_gate=fair_gate, books=books, approval=approval)
         if settings.is_primary:
             live = runs.restore()
             log.info("%d unfinished run(s) loaded", live)

@@ -13,6 +13,7 @@ from arbiter.web.templating import STATIC_DIR
 from arbiter.web.ui import (
     accounts,
     files,
+    finished,
     fleet,
     home,
     new_run,
@@ -68,6 +69,8 @@ def routes() -> list[BaseRoute]:
         # Pages
         Route("/", home.index, methods=["GET"]),
         Route("/tests", runs.tests, methods=["GET"]),
+        Route("/tests/finished", finished.finished_tests, methods=["GET"]),
+        Route("/tests/user/{username}", finished.user_tests, methods=["GET"]),
         Route("/tests/view/{run_id}", runs.run_page, methods=["GET"]),
         Route("/tests/run", new_run.new_run_form, methods=["GET"]),
         Route("/tests/run", new_run.submit_run, methods=["POST"]),

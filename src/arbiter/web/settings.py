@@ -78,6 +78,9 @@ class Settings:
     access_log: bool = True
     # Background jobs (primary only); ARBITER_JOBS=0 turns them off, e.g. in tests.
     jobs: bool = True
+    # Approvers may approve their own runs (domain/runs/approval.py); without it
+    # only an instance with a single active approver allows that.
+    allow_self_approval: bool = False
     # How often a primary checks it still holds its lease (web/lease.py).
     lease_check_seconds: int = 5
     extra: Mapping[str, str] = field(default_factory=dict)

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from markupsafe import Markup
 
 from arbiter.domain.runs.documents import hash_mib
+from arbiter.domain.runs.lifecycle import allowed_actions
 from arbiter.domain.runs.outcome import games_of
 from arbiter.stats.elo import fixed_games_elo, nelo_summary
 from arbiter.storage.records import RunRecord
@@ -56,6 +57,8 @@ def title(run: RunRecord) -> str:
 
 
 def status(run: RunRecord) -> str:
+    """pending, waiting (approved, no worker has taken a task yet), active,
+    paused (approved, had workers, has none now), finished, failed, deleted."""
     if run.deleted:
         return "deleted"
     if run.failed:
@@ -64,11 +67,39 @@ def status(run: RunRecord) -> str:
         return "finished"
     if not run.approved:
         return "pending"
-    return "active" if run.workers > 0 else "paused"
+    if run.workers > 0:
+        return "active"
+    return "waiting" if run.total_games == 0 else "paused"
 
 
 def colour(run: RunRecord) -> str:
     return "green" if run.is_green else "yellow" if run.is_yellow else ""
+
+
+def result_colour(run: RunRecord) -> str:
+    """The result cell's colour: accepted (green), yellow, or rejected (red: a
+    finished SPRT that was neither)."""
+    if run.is_green:
+        return "green"
+    if run.is_yellow:
+        return "yellow"
+    if run.finished and not run.failed and "sprt" in run.args:
+        return "red"
+    return ""
+
+
+DESCRIPTION_CHARS = 160
+
+
+def description(run: RunRecord) -> str:
+    """The run's description (`info`) on one line, cut for a table row."""
+    text = " ".join(str(run.args.get("info", "")).split())
+    return text if len(text) <= DESCRIPTION_CHARS else text[: DESCRIPTION_CHARS - 1] + "…"
+
+
+def may_approve(user: Any, run: RunRecord, self_approval: bool) -> bool:
+    """Whether the row's approve button works for `user` (the lifecycle decides)."""
+    return "approve" in allowed_actions(user, run, self_approval=self_approval)
 
 
 def result_lines(run: RunRecord) -> list[str]:

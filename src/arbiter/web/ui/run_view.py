@@ -119,5 +119,5 @@ def page_query(params: Mapping[str, str]) -> tuple[int, str, bool]:
     return page, sort if sort in SORTS else "task", params.get("order") == "desc"
 
 
-def actions_for(user: User | None, detail: RunDetail) -> frozenset[str]:
-    return allowed_actions(user, detail.run)
+def actions_for(user: User | None, detail: RunDetail, self_approval: bool) -> frozenset[str]:
+    return allowed_actions(user, detail.run, self_approval=self_approval)

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.errors import NotFound
+from arbiter.domain.runs.approval import approve_refusal
 from arbiter.web.api import app_state
 from arbiter.web.params import page_number
 from arbiter.web.state import AppState
@@ -26,8 +27,19 @@ LIVE_DONE = 286  # "final state, stop polling" (the reference's htmx convention)
 
 async def tests(request: Request) -> Response:
     page = page_number(request.query_params.get("page", "1"))
-    overview = await run_in_threadpool(app_state(request).runs.queries.overview, page)
-    context = {"overview": overview, "page": page, "fmt": run_format}
+    runs = app_state(request).runs
+    user = current_user(request)
+    overview = await run_in_threadpool(runs.queries.overview, page)
+    # Whether an approver's own pending runs get an approve button in the list.
+    self_approval = bool(user and user.is_approver and overview.pending) and (
+        await run_in_threadpool(runs.lifecycle.self_approval)
+    )
+    context = {
+        "overview": overview,
+        "page": page,
+        "fmt": run_format,
+        "self_approval": self_approval,
+    }
     if request.query_params.get("live"):
         return await render(request, "tests_live.html", context, fragment=True)
     return await render(request, "tests.html", context)
@@ -51,7 +63,9 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
         )
     except NotFound:
         raise HTTPException(404, f"There is no run {run_id}.") from None
-    context["actions"] = run_view.actions_for(user, context["detail"])
+    self_approval = context["self_approval"]
+    context["actions"] = run_view.actions_for(user, context["detail"], self_approval)
+    context["approve_why"] = approve_refusal(user, context["run"], self_approval=self_approval)
     context.setdefault("modify_values", run_view.modify_values(context["detail"]))
     kept = {k: v for k, v in request.query_params.items() if k in ("page", "sort", "order")}
     context = {"modify_errors": {}, "query": urlencode(kept), **context, **extra}
@@ -71,6 +85,7 @@ def _run_context(
     state: AppState, run_id: str, *, with_pgns: bool, page: int, sort: str, desc: bool
 ) -> dict[str, Any]:
     detail = state.runs.queries.detail(run_id)
+    pending = not (detail.run.approved or detail.run.finished)
     pgn_ids = _stored_pgns(state, run_id) if with_pgns and detail.tasks else set()
     chi2 = run_view.chi2_of(detail.tasks)
     tasks = run_view.tasks_page(detail.tasks, chi2, pgn_ids, page=page, sort=sort, descending=desc)
@@ -82,6 +97,7 @@ def _run_context(
         "chi2": chi2,
         "tasks": tasks,
         "live_version": _version(detail.run.last_updated),
+        "self_approval": pending and state.runs.lifecycle.self_approval(),
     }
 
 
