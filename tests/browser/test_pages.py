@@ -1,0 +1,193 @@
+"""The dashboard pages Fishtest users read every day, at desktop width and at
+390 px: finished tests, user pages, rows, the run page's facts, first use with
+one approver, and every cell of the named tables visible on a phone."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.seed import PLAIN_FINISHED, Seeded, seed
+from tests.browser.test_dashboard import Worker, log_in, shoot
+from tests.web.live_server import Server, start_server, stop
+
+pytestmark = pytest.mark.browser
+
+WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+FINISHED = PLAIN_FINISHED + 2
+
+# Every th/td of the tables matched: displayed, with a box, and (scrolled into
+# view within its scroll box if it has one) inside the viewport's width. The
+# page itself must not scroll sideways. Returns the cells that fail.
+CELLS_SHOWN = """
+(selector) => {
+  const width = document.documentElement.clientWidth;
+  const failed = [];
+  const cells = document.querySelectorAll(
+    selector.split(",").map((s) => `${s} th, ${s} td`).join(","));
+  for (const cell of cells) {
+    const style = getComputedStyle(cell);
+    cell.scrollIntoView({ block: "nearest", inline: "nearest" });
+    const box = cell.getBoundingClientRect();
+    const inside = box.left >= -1 && (box.right <= width + 1 || box.width > width);
+    if (style.display === "none" || style.visibility !== "visible" || !box.width
+        || !box.height || !inside) {
+      failed.push(cell.textContent.trim().slice(0, 40) || cell.tagName);
+    }
+  }
+  window.scrollTo(0, 0);
+  const sideways = document.documentElement.scrollWidth > width + 1;
+  return { cells: cells.length, failed, sideways };
+}
+"""
+
+
+@pytest.fixture
+def seeded(tmp_path: Path, repo_url: str) -> Iterator[tuple[Server, Seeded]]:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    runs = seed(data_dir, repo_url)
+    server = start_server(data_dir, extra_env={"ARBITER_JOBS": "0"})
+    yield server, runs
+    stop(server)
+
+
+def all_cells_shown(page: Page, selector: str) -> None:
+    report = page.evaluate(CELLS_SHOWN, selector)
+    assert report["cells"] > 0, selector
+    assert report["failed"] == [], (selector, report["failed"])
+    assert not report["sideways"], f"{page.url} scrolls sideways"
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_the_pages_at_each_width(
+    browser: Browser, seeded: tuple[Server, Seeded], artifacts: Path, width: str
+) -> None:
+    server, runs = seeded
+    w, h = WIDTHS[width]
+    context = browser.new_context(viewport={"width": w, "height": h}, is_mobile=width == "phone")
+    page = context.new_page()
+    machine = Worker(server, "alice")
+    reply = machine.call("request_task")
+    assert reply.get("run", {}).get("_id") == runs.busy, reply
+    machine.run_id, machine.task_id = runs.busy, reply["task_id"]
+    machine.report(ld=2, dd=4, wd=6, ww=4)
+    log_in(page, server, "root")
+
+    # Navigation: the approver sees the signup waiting; My tests is theirs.
+    expect(page.locator("#pending-signups")).to_have_text("1")
+    expect(page.locator("#my-tests")).to_have_attribute("href", "/tests/user/root")
+
+    # Home: rows with description, date, links; pending ones approved from the list.
+    page.goto(f"{server.url}/tests")
+    pending = page.locator(f"#pending tr[data-run='{runs.alice_pending}']")
+    expect(pending.locator(".description")).to_have_text("Waiting for approval")
+    expect(pending.locator("time[title=submitted]")).to_be_visible()
+    expect(pending.locator("a.user-link")).to_have_attribute("href", "/tests/user/alice")
+    # root is the instance's only approver: their own run can be approved too.
+    expect(
+        page.locator(f"#pending tr[data-run='{runs.root_pending}'] .row-actions button")
+    ).to_have_count(2)
+    pending.locator("button", has_text="Approve").click()
+    expect(page.locator(".flash")).to_contain_text("Run approved.")
+    assert page.url.endswith("/tests")
+    expect(page.locator(f"#pending tr[data-run='{runs.alice_pending}']")).to_have_count(0)
+    expect(page.locator("#finished h2 .badge")).to_have_text(str(FINISHED))
+    page.locator("#active summary").click()  # sections fold
+    expect(page.locator("#active table")).to_be_hidden()
+    all_cells_shown(page, "table.runs")
+    shoot(page, artifacts, f"home-{width}")
+
+    # Finished tests: tabs, totals, pages, search.
+    page.goto(f"{server.url}/tests/finished")
+    expect(page.locator("#finished-count")).to_have_text(f"{FINISHED} tests · page 1 of 2")
+    page.locator("a[rel=next]").first.click()
+    expect(page.locator("#finished-count")).to_contain_text("page 2 of 2")
+    expect(page.locator("#finished tbody tr")).to_have_count(FINISHED - 50)
+    page.locator(".tabs a[data-tab=green]").click()
+    expect(page.locator("#finished-count")).to_have_text("1 test · page 1 of 1")
+    green = page.locator(f"tr[data-run='{runs.green}']")
+    expect(green.locator("td.result-cell")).to_have_class("result-cell green")
+    expect(green.locator("a", has_text="live Elo")).to_be_visible()
+    page.locator(".tabs a[data-tab=yellow]").click()
+    expect(page.locator(f"tr[data-run='{runs.yellow}'] td.result-cell")).to_have_class(
+        "result-cell yellow"
+    )
+    page.locator(".tabs a[data-tab=ltc]").click()
+    expect(page.locator("#finished tbody tr")).to_have_count(1)
+    page.locator(".tabs a[data-tab=all]").click()
+    page.fill("#search-text", "KING safety")
+    page.fill("#search-user", "ali")
+    page.click("form[aria-label='Search finished tests'] button")
+    expect(page.locator("#finished-count")).to_have_text("1 test · page 1 of 1")
+    expect(green).to_be_visible()
+    shoot(page, artifacts, f"finished-{width}")
+
+    # A user's page, from a user name.
+    green.locator("a.user-link").click()
+    expect(page.locator("main h1")).to_have_text("Tests by alice")
+    expect(page.locator("#finished h2 .badge")).to_have_text(str(FINISHED))
+    expect(page.locator(f"#live tr[data-run='{runs.waiting}']")).to_have_count(1)
+
+    # The run page: who, what it repeats, its workers, and why it waits.
+    page.goto(f"{server.url}/tests/view/{runs.waiting}")
+    expect(page.locator("#run-status")).to_have_text("waiting")
+    expect(page.locator("#run-author a")).to_have_attribute("href", "/tests/user/alice")
+    expect(page.locator("#run-approver")).to_have_text("root")
+    expect(page.locator("#run-rescheduled-from a")).to_have_attribute(
+        "href", f"/tests/view/{runs.green}"
+    )
+    expect(page.locator("#run-workers")).to_have_text("0 active workers with 0 cores")
+    expect(page.locator("#run-waiting")).to_be_visible()
+    expect(page.locator("#why-no-workers")).to_contain_text("outranked by another run")
+    all_cells_shown(page, "section[aria-label=Arguments] table")
+    page.goto(f"{server.url}/tests/view/{runs.busy}")
+    expect(page.locator("#run-workers")).to_have_text(
+        f"1 active worker with {machine.info['concurrency']} core"
+        + ("s" if machine.info["concurrency"] != 1 else "")
+    )
+    all_cells_shown(page, "table.tasks, section[aria-label=Arguments] table")
+    shoot(page, artifacts, f"run-page-{width}")
+    page.goto(f"{server.url}/tests/view/{runs.spsa}")
+    all_cells_shown(page, "table.spsa")
+    page.goto(f"{server.url}/tests/stats/{runs.busy}")
+    all_cells_shown(page, "table.args")
+    page.goto(f"{server.url}/tests/live_elo/{runs.green}")
+    all_cells_shown(page, "table.args")
+    page.goto(f"{server.url}/actions")
+    all_cells_shown(page, "table.actions-log")
+    page.goto(f"{server.url}/contributors")
+    expect(page.locator("table.contributors a", has_text="alice")).to_have_attribute(
+        "href", "/tests/user/alice"
+    )
+    all_cells_shown(page, "table.contributors")
+    page.goto(f"{server.url}/machines")
+    all_cells_shown(page, "table.machines")
+
+    # First use: root approves their own run (the only approver).
+    page.goto(f"{server.url}/tests/view/{runs.root_pending}")
+    page.click("#approve")
+    expect(page.locator(".flash")).to_contain_text("Run approved.")
+    # The form's numeric attributes reach the browser as written.
+    page.goto(f"{server.url}/tests/run")
+    expect(page.locator("#threads")).to_have_attribute("min", "1")
+    expect(page.locator("#num_games")).to_have_attribute("step", "2")
+    expect(page.locator("#elo0")).to_have_attribute("inputmode", "decimal")
+    context.close()
+
+
+def test_the_run_page_says_why_approve_is_missing(
+    browser: Browser, seeded: tuple[Server, Seeded]
+) -> None:
+    server, runs = seeded
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    page.goto(f"{server.url}/tests/view/{runs.alice_pending}")
+    expect(page.locator("#approve-why")).to_contain_text("Log in as an approver")
+    log_in(page, server, "alice")
+    page.goto(f"{server.url}/tests/view/{runs.alice_pending}")
+    expect(page.locator("#approve")).to_have_count(0)
+    expect(page.locator("#approve-why")).to_contain_text("only approvers may approve")
+    expect(page.locator("#approve-why")).to_be_in_viewport()
+    context.close()
