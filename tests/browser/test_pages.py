@@ -2,6 +2,9 @@
 390 px: finished tests, user pages, rows, the run page's facts, first use with
 one approver, and every cell of the named tables visible on a phone."""
 
+import base64
+import gzip
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,6 +76,9 @@ def test_the_pages_at_each_width(
     assert reply.get("run", {}).get("_id") == runs.busy, reply
     machine.run_id, machine.task_id = runs.busy, reply["task_id"]
     machine.report(ld=2, dd=4, wd=6, ww=4)
+    pgn = '[Event "Batch 0"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n'
+    encoded = base64.b64encode(gzip.compress(pgn.encode())).decode()
+    machine.call("upload_pgn", run_id=runs.busy, task_id=machine.task_id, pgn=encoded)
     log_in(page, server, "root")
 
     # Navigation: the approver sees the signup waiting; My tests is theirs.
@@ -148,6 +154,17 @@ def test_the_pages_at_each_width(
         + ("s" if machine.info["concurrency"] != 1 else "")
     )
     all_cells_shown(page, "table.tasks, section[aria-label=Arguments] table")
+    # Sharing: every game in one download; a pasted link previews the result.
+    download = page.locator("#download-games")
+    expect(download).to_be_visible()
+    games = page.request.get(server.url + (download.get_attribute("href") or ""))
+    assert games.status == 200
+    assert gzip.decompress(games.body()).decode() == pgn
+    og = page.locator("meta[property='og:description']")
+    expect(og).to_have_attribute("content", re.compile(r"^active · Elo: .*Games: 32 W: 14"))
+    expect(page.locator("meta[property='og:url']")).to_have_attribute(
+        "content", f"{server.url}/tests/view/{runs.busy}"
+    )
     shoot(page, artifacts, f"run-page-{width}")
     page.goto(f"{server.url}/tests/view/{runs.spsa}")
     all_cells_shown(page, "table.spsa")

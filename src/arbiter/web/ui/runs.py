@@ -68,7 +68,13 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     context["approve_why"] = approve_refusal(user, context["run"], self_approval=self_approval)
     context.setdefault("modify_values", run_view.modify_values(context["detail"]))
     kept = {k: v for k, v in request.query_params.items() if k in ("page", "sort", "order")}
-    context = {"modify_errors": {}, "query": urlencode(kept), **context, **extra}
+    context = {
+        "modify_errors": {},
+        "query": urlencode(kept),
+        "page_url": page_url(request, f"/tests/view/{run_id}"),
+        **context,
+        **extra,
+    }
     run = context["run"]
     if request.query_params.get("live"):
         version = _version(run.last_updated)
@@ -106,6 +112,13 @@ def _stored_pgns(state: AppState, run_id: str) -> set[int]:
         return set(state.pgns.run_task_ids(run_id))
     except NotFound:  # no PGN uploaded yet
         return set()
+
+
+def page_url(request: Request, path: str) -> str:
+    """The absolute URL of a page, for links shared elsewhere (Open Graph): under
+    ARBITER_BASE_URL when set, else as the request reached us."""
+    base = app_state(request).settings.base_url.rstrip("/")
+    return f"{base}{path}" if base else str(request.url.replace(query="", fragment="", path=path))
 
 
 def _version(last_updated: float) -> str:
