@@ -166,6 +166,16 @@ def test_the_pages_at_each_width(
         "content", f"{server.url}/tests/view/{runs.busy}"
     )
     shoot(page, artifacts, f"run-page-{width}")
+    # Tasks: full worker details, a filter by worker, every task, one task's link.
+    expect(page.locator("#task-0 .worker-details")).to_contain_text("MiB · Python 3.")
+    page.fill("#task-worker", "nobody")
+    page.click("form[aria-label='Filter tasks'] button")
+    expect(page.locator("#tasks")).to_contain_text("No task of a worker named like that.")
+    page.fill("#task-worker", "ALICE")
+    page.click("form[aria-label='Filter tasks'] button")
+    expect(page.locator("table.tasks tbody tr")).to_have_count(1)
+    page.click("#show-all-tasks")
+    expect(page.locator("table.tasks tbody tr")).to_have_count(1)
     page.goto(f"{server.url}/tests/view/{runs.spsa}")
     all_cells_shown(page, "table.spsa")
     page.goto(f"{server.url}/tests/stats/{runs.busy}")
@@ -181,6 +191,13 @@ def test_the_pages_at_each_width(
     all_cells_shown(page, "table.contributors")
     page.goto(f"{server.url}/machines")
     all_cells_shown(page, "table.machines")
+
+    # The event log links a task's event to that task, highlighted on its page.
+    machine.call("failed_task", run_id=runs.busy, task_id=machine.task_id, message="no disk")
+    page.goto(f"{server.url}/actions?run_id={runs.busy}")
+    page.locator("a.task-link").first.click()
+    expect(page.locator(f"#task-{machine.task_id}")).to_have_class(re.compile(r"\bhighlight\b"))
+    expect(page.locator(f"#task-{machine.task_id}")).to_be_in_viewport()
 
     # First use: root approves their own run (the only approver).
     page.goto(f"{server.url}/tests/view/{runs.root_pending}")

@@ -22,6 +22,7 @@ from arbiter.web.templating import render
 from arbiter.web.ui import run_charts, run_format, run_view
 from arbiter.web.ui.forms import current_user
 
+TASK_PARAMS = ("page", "sort", "order", "worker", "show_task", "all")
 LIVE_DONE = 286  # "final state, stop polling" (the reference's htmx convention)
 
 
@@ -53,13 +54,11 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     """The run page; `extra` carries a refused modify form back (errors, values)."""
     run_id = str(request.path_params["run_id"])
     user = current_user(request)
-    page, sort, descending = run_view.page_query(request.query_params)
+    query = run_view.page_query(request.query_params)
     state = app_state(request)
     try:
         context = await run_in_threadpool(
-            lambda: _run_context(
-                state, run_id, with_pgns=user is not None, page=page, sort=sort, desc=descending
-            )
+            lambda: _run_context(state, run_id, with_pgns=user is not None, query=query)
         )
     except NotFound:
         raise HTTPException(404, f"There is no run {run_id}.") from None
@@ -67,7 +66,7 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     context["actions"] = run_view.actions_for(user, context["detail"], self_approval)
     context["approve_why"] = approve_refusal(user, context["run"], self_approval=self_approval)
     context.setdefault("modify_values", run_view.modify_values(context["detail"]))
-    kept = {k: v for k, v in request.query_params.items() if k in ("page", "sort", "order")}
+    kept = {k: v for k, v in request.query_params.items() if k in TASK_PARAMS}
     context = {
         "modify_errors": {},
         "query": urlencode(kept),
@@ -88,13 +87,13 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
 
 
 def _run_context(
-    state: AppState, run_id: str, *, with_pgns: bool, page: int, sort: str, desc: bool
+    state: AppState, run_id: str, *, with_pgns: bool, query: run_view.TasksQuery
 ) -> dict[str, Any]:
     detail = state.runs.queries.detail(run_id)
     pending = not (detail.run.approved or detail.run.finished)
     pgn_ids = _stored_pgns(state, run_id) if with_pgns and detail.tasks else set()
     chi2 = run_view.chi2_of(detail.tasks)
-    tasks = run_view.tasks_page(detail.tasks, chi2, pgn_ids, page=page, sort=sort, descending=desc)
+    tasks = run_view.tasks_page(detail.tasks, chi2, pgn_ids, query)
     return {
         "detail": detail,
         "run": detail.run,
