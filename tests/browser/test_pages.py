@@ -184,13 +184,47 @@ def test_the_pages_at_each_width(
     all_cells_shown(page, "table.args")
     page.goto(f"{server.url}/actions")
     all_cells_shown(page, "table.actions-log")
+    # Contributors: summary cards, sorting, going to a user.
     page.goto(f"{server.url}/contributors")
     expect(page.locator("table.contributors a", has_text="alice")).to_have_attribute(
         "href", "/tests/user/alice"
     )
-    all_cells_shown(page, "table.contributors")
+    expect(page.locator("#sum-testers")).to_have_text("1")
+    expect(page.locator("#sum-developers")).to_have_text("2")
+    expect(page.locator("#sum-games")).to_have_text("32")
+    page.click("th a[data-sort=games]")
+    expect(page.locator("th a[data-sort=games]")).to_have_attribute("aria-sort", "descending")
+    page.fill("#contributor-user", "ALICE")
+    page.click("form[aria-label='Find a contributor'] button")
+    expect(page.locator("#contributor-alice")).to_have_class(re.compile(r"\bhighlight\b"))
+    page.click("#contributors-me")
+    expect(page.locator("#contributor-missing")).to_contain_text("root has no games yet")
+    all_cells_shown(page, "table.contributors, .cards")
+
+    # Machines: filter, my workers, sort, refreshed while visible.
     page.goto(f"{server.url}/machines")
     all_cells_shown(page, "table.machines")
+    with page.expect_request(re.compile(r"/machines\?live=1")):
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    page.click("th a[data-sort=user]")
+    expect(page.locator("th a[data-sort=user]")).to_have_attribute("aria-sort", "descending")
+    page.fill("#machine-filter", "nobody")
+    page.click("form[aria-label='Filter machines'] button")
+    expect(page.locator("#machines-live")).to_contain_text("No machine matches.")
+    page.fill("#machine-filter", "")
+    page.check("#machines-mine")  # root's own: none
+    page.click("form[aria-label='Filter machines'] button")
+    expect(page.locator("#machines-count .badge")).to_have_text("0")
+    page.fill("#machine-filter", "ALI")
+    page.uncheck("#machines-mine")
+    page.click("form[aria-label='Filter machines'] button")
+    expect(page.locator("table.machines tbody tr")).to_have_count(1)
+    # ... and the home page's summary of them, folded until opened.
+    page.goto(f"{server.url}/tests")
+    expect(page.locator("#machines .badge")).to_have_text("1")
+    expect(page.locator("table.machines-summary")).to_be_hidden()
+    page.locator("#machines summary").click()
+    expect(page.locator("table.machines-summary tbody tr")).to_have_count(1)
 
     # The event log links a task's event to that task, highlighted on its page.
     machine.call("failed_task", run_id=runs.busy, task_id=machine.task_id, message="no disk")

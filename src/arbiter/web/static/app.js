@@ -28,7 +28,14 @@
       try {
         const reply = await fetch(url(), { credentials: "same-origin", headers: { "X-Live": "1" } });
         if (reply.status === 200 || reply.status === FINAL) {
+          // Sections the reader folded or unfolded stay so across the update.
+          const folded = new Map(
+            Array.from(region.querySelectorAll("details[id]"), (d) => [d.id, d.open]));
           region.innerHTML = await reply.text();
+          for (const [id, open] of folded) {
+            const section = document.getElementById(id);
+            if (section) section.open = open;
+          }
           const version = reply.headers.get("X-Live-Version");
           if (version) region.dataset.liveVersion = version;
           region.dispatchEvent(new CustomEvent("live:updated", { bubbles: true }));

@@ -30,7 +30,9 @@ async def tests(request: Request) -> Response:
     page = page_number(request.query_params.get("page", "1"))
     runs = app_state(request).runs
     user = current_user(request)
-    overview = await run_in_threadpool(runs.queries.overview, page)
+    overview, machines = await run_in_threadpool(
+        lambda: (runs.queries.overview(page), runs.queries.machines())
+    )
     # Whether an approver's own pending runs get an approve button in the list.
     self_approval = bool(user and user.is_approver and overview.pending) and (
         await run_in_threadpool(runs.lifecycle.self_approval)
@@ -40,6 +42,7 @@ async def tests(request: Request) -> Response:
         "page": page,
         "fmt": run_format,
         "self_approval": self_approval,
+        "machines": machines,
     }
     if request.query_params.get("live"):
         return await render(request, "tests_live.html", context, fragment=True)
