@@ -85,11 +85,27 @@ def _runs(storage: Storage, repo_url: str) -> Seeded:
     spsa = {"raw_params": SPSA_PARAMS, "A": 0.1, "alpha": 0.602, "gamma": 0.101}
     spsa_run = submit(runs, alice, repo_url, num_games=10000, spsa=spsa, info="Tune two values")
     runs.lifecycle.approve(root, spsa_run)
+    _spsa_progress(storage, spsa_run)
     busy = submit(runs, alice, repo_url, num_games=2000, priority=1, info="Busy run")
     runs.lifecycle.approve(root, busy)
     alice_pending = submit(runs, alice, repo_url, info="Waiting for approval")
     root_pending = submit(runs, root, repo_url, info="Root's own test")
     return Seeded(green, yellow, waiting, spsa_run, busy, alice_pending, root_pending)
+
+
+def _spsa_progress(storage: Storage, run_id: str) -> None:
+    """Iteration 100 of 5,000 with two chart samples, as if workers had played."""
+    with storage.write() as tx:
+        run = tx.runs.get(run_id)
+        assert run is not None
+        spsa = dict(run.args["spsa"])
+        spsa["iter"] = 100
+        spsa["params"] = [{**p, "theta": p["theta"] + 2.5} for p in spsa["params"]]
+        spsa["param_history"] = [
+            [{"theta": p["start"] + step, "R": 0.002, "c": 10.0} for p in spsa["params"]]
+            for step in (1.0, 2.0)
+        ]
+        tx.runs.save(replace(run, args={**run.args, "spsa": spsa}))
 
 
 class CatalogueDefault(AnyBook):

@@ -105,7 +105,41 @@
     apply();
   }
 
+  // Chart series toggles: unticking a box hides that series of its chart. The
+  // choice outlives live updates (kept per chart id on this page).
+  function seriesToggles() {
+    const hiddenByChart = new Map();
+    function apply() {
+      for (const box of document.querySelectorAll("[data-series-for]")) {
+        const chartId = box.dataset.seriesFor;
+        const hidden = hiddenByChart.get(chartId) || new Set();
+        box.hidden = false;
+        for (const input of box.querySelectorAll("input[type=checkbox]")) {
+          input.checked = !hidden.has(input.value);
+        }
+        const chart = document.getElementById(chartId);
+        if (!chart) continue;
+        for (const group of chart.querySelectorAll("[data-series]")) {
+          group.style.display = hidden.has(group.dataset.series) ? "none" : "";
+        }
+      }
+    }
+    document.addEventListener("change", (event) => {
+      const input = event.target;
+      const box = input.closest && input.closest("[data-series-for]");
+      if (!box) return;
+      const chartId = box.dataset.seriesFor;
+      const hidden = hiddenByChart.get(chartId) || new Set();
+      if (input.checked) hidden.delete(input.value); else hidden.add(input.value);
+      hiddenByChart.set(chartId, hidden);
+      apply();
+    });
+    document.addEventListener("live:updated", apply);
+    apply();
+  }
+
   for (const region of document.querySelectorAll("[data-live-src]")) liveRegion(region);
+  seriesToggles();
   confirmForms();
   runFilters();
 })();

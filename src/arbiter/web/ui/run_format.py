@@ -5,6 +5,7 @@ computes statistics itself. Runs in the threadpool with the rendering.
 """
 
 import math
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -13,7 +14,9 @@ from markupsafe import Markup
 from arbiter.domain.runs.documents import hash_mib
 from arbiter.domain.runs.lifecycle import allowed_actions
 from arbiter.domain.runs.outcome import games_of
+from arbiter.domain.runs.spsa_steps import params_of, schedule_of
 from arbiter.stats.elo import fixed_games_elo, nelo_summary
+from arbiter.stats.spsa import gains
 from arbiter.storage.records import RunRecord
 
 LTC_SECONDS = 40.0  # a time control from 40 s on counts as long (as /api/finished_runs)
@@ -273,3 +276,41 @@ def filter_tags(run: RunRecord) -> str:
     length = "ltc" if run.tc_base >= LTC_SECONDS else "stc"
     threads = "smp" if int(run.args["threads"]) > 1 else "st"
     return f"{kind(run).lower()} {length} {threads}"
+
+
+@dataclass(frozen=True, slots=True)
+class SpsaRow:
+    """A tuned parameter as the run page lists it, with the gains the next
+    iteration uses: c_k (the perturbation) and R_k (the learning rate)."""
+
+    name: str
+    theta: float
+    start: float
+    min: float
+    max: float
+    c_end: float
+    r_end: float
+    c_k: float
+    r_k: float
+
+
+def spsa_rows(run: RunRecord) -> list[SpsaRow]:
+    spsa = run.args["spsa"]
+    schedule, k = schedule_of(spsa), int(spsa["iter"])
+    rows = []
+    for param in params_of(spsa):
+        c_k, r_k = gains(param, k, schedule)
+        rows.append(
+            SpsaRow(
+                param.name,
+                param.theta,
+                param.start,
+                param.min,
+                param.max,
+                param.c_end,
+                param.r_end,
+                c_k,
+                r_k,
+            )
+        )
+    return rows
