@@ -58,6 +58,7 @@ def page_context(request: Request, *, fragment: bool = False) -> dict[str, Any]:
             "flashes": [],
             "path": request.url.path,
             "pending_signups": lambda: 0,
+            "followed_runs": frozenset,
         }
     return {
         "user": session.user,
@@ -65,7 +66,17 @@ def page_context(request: Request, *, fragment: bool = False) -> dict[str, Any]:
         "flashes": [] if fragment else session.take_flashes(),
         "path": request.url.path,
         "pending_signups": _pending_signups(request, session.user),
+        "followed_runs": _followed_runs(request, session.user),
     }
+
+
+def _followed_runs(request: Request, user: Any) -> Callable[[], frozenset[str]]:
+    """The runs the visitor follows (the bells), read once when a template first
+    asks, so in the threadpool where it renders."""
+    state = getattr(request.app.state, "arbiter", None)
+    if user is None or state is None:
+        return frozenset
+    return functools.cache(lambda: frozenset(state.follows.followed(user.username)))
 
 
 def _pending_signups(request: Request, user: Any) -> Callable[[], int]:

@@ -80,6 +80,7 @@ class RunLifecycle:
             entry = run_action(run, "new_run", user.username, _describe(run), now)
             tx.runs.add(run)
             _record(tx, entry)
+            tx.follows.add(user.username, run.id, now)  # one follows one's own tests
         self._context.registry.put(RunState(run, []))
         return run.id
 
