@@ -275,3 +275,32 @@ def test_the_run_page_says_why_approve_is_missing(
     expect(page.locator("#approve-why")).to_contain_text("only approvers may approve")
     expect(page.locator("#approve-why")).to_be_in_viewport()
     context.close()
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_first_use_with_one_account(
+    browser: Browser, server: Server, repo_url: str, width: str
+) -> None:
+    """The README's flow: the only account (an approver) submits a test, approves
+    it itself, and a worker plays it."""
+    w, h = WIDTHS[width]
+    context = browser.new_context(viewport={"width": w, "height": h}, is_mobile=width == "phone")
+    page = context.new_page()
+    log_in(page, server, "root")
+    page.goto(f"{server.url}/tests/run")
+    page.fill("#tests_repo", repo_url)
+    page.fill("#new_tag", "patch")
+    page.click("form.new-run button[type=submit]")
+    expect(page.locator("#run-status")).to_have_text("pending")
+    expect(page.locator("#approve-why")).to_have_count(0)
+    page.click("#approve")
+    expect(page.locator(".flash")).to_contain_text("Run approved.")
+    expect(page.locator("#run-status")).to_have_text("waiting")
+    expect(page.locator("#run-waiting")).to_be_visible()
+    machine = Worker(server, "root")
+    machine.take_task()
+    assert machine.run_id == page.url.rsplit("/", 1)[1]
+    page.reload()
+    expect(page.locator("#run-status")).to_have_text("active")
+    expect(page.locator("#run-workers")).to_contain_text("1 active worker with")
+    context.close()
