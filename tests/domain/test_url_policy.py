@@ -31,7 +31,10 @@ def test_the_operator_may_allow_private_addresses(address: str) -> None:
     assert address_allowed(address, allow_private=True)
 
 
-@pytest.mark.parametrize("address", ["0.0.0.0", "224.0.0.1",  # noqa: S104 - a value, never bound "240.0.0.1", "::", "not an ip"])
+UNUSABLE = ["0.0.0.0", "224.0.0.1", "240.0.0.1", "::", "not an ip"]  # noqa: S104 - values
+
+
+@pytest.mark.parametrize("address", UNUSABLE)
 def test_unusable_addresses_are_refused_even_when_private_ones_are_allowed(address: str) -> None:
     assert not address_allowed(address, allow_private=True)
 
