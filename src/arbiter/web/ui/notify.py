@@ -1,6 +1,7 @@
 """Follow a run (the bell), the followed runs that finished (for the browser's
 notifications, `static/app.js`), and webhooks on the profile page."""
 
+import math
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -45,8 +46,10 @@ async def notifications(request: Request) -> Response:
     state = app_state(request)
     now = state.runs.context.clock()
     try:
-        since = float(request.query_params.get("since", "") or now)
+        since = float(request.query_params.get("since", "")[:32] or now)
     except ValueError:
+        since = now
+    if not math.isfinite(since):
         since = now
     found = await run_in_threadpool(state.follows.finished_since, user.username, since)
     runs = [
