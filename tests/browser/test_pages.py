@@ -21,8 +21,10 @@ WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 FINISHED = PLAIN_FINISHED + 2
 
 # Every th/td of the tables matched: displayed, with a box, and (scrolled into
-# view within its scroll box if it has one) inside the viewport's width. The
-# page itself must not scroll sideways. Returns the cells that fail.
+# view within its scroll box if it has one) inside the viewport's width. A
+# table that reflows into label/value pairs may hide its header row when each
+# cell shows its column's label itself. The page itself must not scroll
+# sideways. Returns the cells that fail.
 CELLS_SHOWN = """
 (selector) => {
   const width = document.documentElement.clientWidth;
@@ -30,6 +32,18 @@ CELLS_SHOWN = """
   const cells = document.querySelectorAll(
     selector.split(",").map((s) => `${s} th, ${s} td`).join(","));
   for (const cell of cells) {
+    const head = cell.closest("thead");
+    const table = cell.closest("table");
+    if (head && getComputedStyle(head).display === "none"
+        && table.querySelector("td[data-label]")) {
+      const labels = Array.from(table.querySelectorAll("tbody tr:first-child td[data-label]"),
+        (td) => [td.dataset.label, getComputedStyle(td, "::before").content]);
+      const label = cell.textContent.trim();
+      const shown = labels.some(([name, content]) => name === label
+        && (content.includes(name) || name === "Test"));
+      if (!shown) failed.push(`header ${label} neither shown nor repeated`);
+      continue;
+    }
     const style = getComputedStyle(cell);
     cell.scrollIntoView({ block: "nearest", inline: "nearest" });
     const box = cell.getBoundingClientRect();
