@@ -21,6 +21,7 @@ from arbiter.domain.runs.ranking import ARCH, NOT_APPROVED, TOO_MANY_THREADS
 from tests.domain.runs.support import pairs
 from tests.web.api_support import (
     actions,
+    add_user,
     api_with_users,
     approved,
     post,
@@ -305,6 +306,7 @@ def test_an_approver_approves_someone_elses_run(api: TestClient, repo_url: str) 
 def test_who_may_not_approve(
     api: TestClient, repo_url: str, owner: str, approver: str, status: int, message: str
 ) -> None:
+    add_user(api, "carol", approver=True)  # root is not the only approver
     run_id = submit(api, owner, repo_url)
     headers = bearer(api, approver)
     with unchanged(api):

@@ -43,6 +43,10 @@ ACTION_NAMES = frozenset(
 )
 
 
+# Actions that are webhook events, by event name.
+RUN_EVENTS = {"approve_run": "approved", "finished_run": "finished", "stop_run": "stopped"}
+
+
 def record(
     tx: Tx,
     *,
@@ -60,7 +64,7 @@ def record(
     """Append one action in the open transaction `tx`; returns its id."""
     if action not in ACTION_NAMES:
         raise ValueError(f"unknown action {action!r}")
-    return tx.actions.add(
+    action_id = tx.actions.add(
         time=time,
         action=action,
         username=username,
@@ -72,6 +76,12 @@ def record(
         user=user,
         data=data,
     )
+    event = RUN_EVENTS.get(action)
+    if event is not None and run_id is not None:
+        # The webhooks' outbox, in the same transaction: an event is never lost
+        # nor sent for a change that was rolled back (domain/webhooks.py).
+        tx.run_events.add(time=time, event=event, run_id=run_id, action_id=action_id)
+    return action_id
 
 
 # Keys the reference gives some actions at top level, which we keep in `data`

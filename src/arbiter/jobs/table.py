@@ -13,12 +13,14 @@ from arbiter.domain.accounts import Accounts
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.runs.service import Runs
+from arbiter.domain.webhooks import Webhooks
 from arbiter.jobs.scheduler import Job
 
 MINUTE = 60.0
 HOUR = 3600.0
 # How long net downloads are counted in memory before one transaction writes them.
 DOWNLOAD_FLUSH_PERIOD = 30.0
+WEBHOOK_PERIOD = 5.0  # ARBITER_WEBHOOK_PERIOD_SECONDS
 
 
 def job_table(
@@ -27,6 +29,8 @@ def job_table(
     runs: Runs,
     books: BookLibrary | None = None,
     nets: NetLibrary | None = None,
+    webhooks: Webhooks | None = None,
+    webhook_period: float = WEBHOOK_PERIOD,
 ) -> list[Job]:
     """Every job of a primary, bound to the services it calls. [any thread; builds only]"""
     jobs = [
@@ -53,6 +57,16 @@ def job_table(
         )
     if nets is not None:
         jobs.append(flush_download_counts(nets))
+    if webhooks is not None:
+        # New run events into deliveries, then the POSTs that are due (with retries).
+        jobs.append(
+            Job(
+                "deliver_webhooks",
+                period=webhook_period,
+                initial_delay=webhook_period,
+                function=webhooks.run,
+            )
+        )
     return jobs
 
 

@@ -165,6 +165,8 @@ class FinishedRunFilter:
     yellow_only: bool = False
     ltc_only: bool = False
     since: float | None = None
+    user_contains: str = ""  # part of the owner's name, any case (the finished tests search)
+    words: tuple[str, ...] = ()  # each must occur in the description (`info`), any case
     offset: int = 0
     limit: int = 50
 
@@ -195,6 +197,10 @@ class RunStore(Protocol):
     def unfinished(self) -> list[RunRecord]: ...
     def get_many(self, run_ids: list[str]) -> list[RunRecord]: ...
     def finished(self, run_filter: FinishedRunFilter) -> list[RunRecord]: ...
+    def count_finished(self, run_filter: FinishedRunFilter) -> int:
+        """How many finished runs `finished` would list without its offset and limit."""
+        ...
+
     def count_by_user(self, *, since: float | None = None) -> dict[str, int]:
         """Runs each user submitted (deleted ones left out), from `since` on."""
         ...

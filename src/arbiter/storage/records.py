@@ -173,3 +173,41 @@ class PgnInfo:
     task_id: int
     size: int
     uploaded_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunEventRecord:
+    id: int
+    time: float
+    event: str
+    run_id: str
+    action_id: int
+    dispatched: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRecord:
+    id: int
+    username: str
+    url: str
+    events: str
+    format: str
+    secret: str
+    all_runs: bool
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRecord:
+    id: int
+    hook_id: int
+    event: str
+    run_id: str
+    body: str
+    status: str
+    attempts: int
+    next_attempt_at: float
+    last_code: int | None
+    last_error: str
+    created_at: float
+    delivered_at: float | None

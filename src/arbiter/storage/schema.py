@@ -228,3 +228,61 @@ kv = Table(
     Column("key", String(128), primary_key=True),
     Column("value", Document, nullable=False),
 )
+
+# ---- Follow, notify, webhooks (domain/follows.py, domain/webhooks.py) ----
+
+follows = Table(
+    "follows",
+    metadata,
+    Column("username", String(64), primary_key=True),
+    Column("run_id", String(24), primary_key=True),
+    Column("created_at", Float, nullable=False),
+    Index(None, "run_id"),
+)
+
+# An outbox: approve, finish and stop of a run, written in the transaction that
+# records the action, and turned into webhook deliveries by the jobs executor.
+run_events = Table(
+    "run_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("time", Float, nullable=False),
+    Column("event", String(16), nullable=False),  # approved, finished, stopped
+    Column("run_id", String(24), nullable=False),
+    Column("action_id", Integer, nullable=False),
+    Column("dispatched", Boolean, nullable=False, default=False),
+    Index(None, "dispatched", "id"),
+)
+
+webhooks = Table(
+    "webhooks",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("username", String(64), nullable=False),
+    Column("url", String(500), nullable=False),
+    Column("events", String(64), nullable=False),  # comma-separated event names
+    Column("format", String(16), nullable=False),  # json, discord, slack
+    Column("secret", String(64), nullable=False),  # HMAC-SHA256 key of the signature header
+    Column("all_runs", Boolean, nullable=False, default=False),  # an approver's: every run
+    Column("created_at", Float, nullable=False),
+    Index(None, "username"),
+)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("hook_id", Integer, ForeignKey("webhooks.id", ondelete="CASCADE"), nullable=False),
+    Column("event", String(16), nullable=False),
+    Column("run_id", String(24), nullable=False),
+    Column("body", Text, nullable=False),  # the exact bytes signed and sent (UTF-8 JSON)
+    Column("status", String(16), nullable=False),  # pending, delivered, failed
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("next_attempt_at", Float, nullable=False),
+    Column("last_code", Integer, nullable=True),
+    Column("last_error", String(300), nullable=False, default=""),
+    Column("created_at", Float, nullable=False),
+    Column("delivered_at", Float, nullable=True),
+    Index(None, "status", "next_attempt_at"),
+    Index(None, "hook_id", "id"),
+)

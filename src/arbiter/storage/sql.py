@@ -37,6 +37,7 @@ from arbiter.storage.sql_actions import SqlActionStore
 from arbiter.storage.sql_files import SqlBookStore, SqlNetStore, SqlPgnStore
 from arbiter.storage.sql_import import SqlImportStore
 from arbiter.storage.sql_kv import SqlKVStore
+from arbiter.storage.sql_notify import SqlFollowStore, SqlRunEventStore, SqlWebhookStore
 from arbiter.storage.sql_runs import SqlRunStore, SqlTaskStore
 from arbiter.storage.sql_sessions import SqlSessionStore
 from arbiter.storage.sql_tokens import SqlTokenStore
@@ -98,6 +99,18 @@ class Tx:
     def imports(self) -> SqlImportStore:
         """Bulk writes of an import (`arbiter import fishtest`), nothing else."""
         return SqlImportStore(self.connection)
+
+    @cached_property
+    def follows(self) -> SqlFollowStore:
+        return SqlFollowStore(self.connection)
+
+    @cached_property
+    def run_events(self) -> SqlRunEventStore:
+        return SqlRunEventStore(self.connection)
+
+    @cached_property
+    def webhooks(self) -> SqlWebhookStore:
+        return SqlWebhookStore(self.connection)
 
 
 class Storage:

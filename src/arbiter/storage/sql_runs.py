@@ -3,7 +3,7 @@
 from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, Select, bindparam, delete, func, insert, select, update
 
 from arbiter.storage.base import FinishedRunFilter, TaskContribution
 from arbiter.storage.records import RunRecord, TaskRecord
@@ -95,22 +95,14 @@ class SqlRunStore:
         return [_run(row) for row in self._connection.execute(query)]
 
     def finished(self, run_filter: FinishedRunFilter) -> list[RunRecord]:
-        query = select(runs).where(runs.c.finished.is_(True), runs.c.deleted.is_(False))
-        if run_filter.username is not None:
-            query = query.where(runs.c.username == run_filter.username)
-        if run_filter.failed_only:
-            query = query.where(runs.c.failed.is_(True))
-        if run_filter.success_only:
-            query = query.where(runs.c.is_green.is_(True))
-        if run_filter.yellow_only:
-            query = query.where(runs.c.is_yellow.is_(True))
-        if run_filter.ltc_only:
-            query = query.where(runs.c.tc_base >= LTC_TC_BASE)
-        if run_filter.since is not None:
-            query = query.where(runs.c.last_updated >= run_filter.since)
+        query = _finished_where(select(runs), run_filter)
         query = query.order_by(runs.c.last_updated.desc(), runs.c.id.desc())
         query = query.offset(run_filter.offset).limit(run_filter.limit)
         return [_run(row) for row in self._connection.execute(query)]
+
+    def count_finished(self, run_filter: FinishedRunFilter) -> int:
+        query = _finished_where(select(func.count()).select_from(runs), run_filter)
+        return int(self._connection.execute(query).scalar_one())
 
     def count_by_user(self, *, since: float | None = None) -> dict[str, int]:
         query = select(runs.c.username, func.count()).where(runs.c.deleted.is_(False))
@@ -118,6 +110,31 @@ class SqlRunStore:
             query = query.where(runs.c.start_time >= since)
         query = query.group_by(runs.c.username)
         return {name: int(count) for name, count in self._connection.execute(query)}
+
+
+def _finished_where(query: Select[Any], run_filter: FinishedRunFilter) -> Select[Any]:
+    query = query.where(runs.c.finished.is_(True), runs.c.deleted.is_(False))
+    if run_filter.username is not None:
+        query = query.where(runs.c.username == run_filter.username)
+    if run_filter.failed_only:
+        query = query.where(runs.c.failed.is_(True))
+    if run_filter.success_only:
+        query = query.where(runs.c.is_green.is_(True))
+    if run_filter.yellow_only:
+        query = query.where(runs.c.is_yellow.is_(True))
+    if run_filter.ltc_only:
+        query = query.where(runs.c.tc_base >= LTC_TC_BASE)
+    if run_filter.since is not None:
+        query = query.where(runs.c.last_updated >= run_filter.since)
+    if run_filter.user_contains:
+        needle = run_filter.user_contains.lower()
+        query = query.where(func.lower(runs.c.username).contains(needle, autoescape=True))
+    if run_filter.words:
+        # JSON_EXTRACT on SQLite, ->> on PostgreSQL: the description as text.
+        info = func.lower(runs.c.args["info"].as_string())
+        for word in run_filter.words:
+            query = query.where(info.contains(word.lower(), autoescape=True))
+    return query
 
 
 class SqlTaskStore:

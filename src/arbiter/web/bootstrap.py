@@ -15,9 +15,12 @@ from arbiter.domain.files import worker_package
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
+from arbiter.domain.follows import Follows
 from arbiter.domain.password_guard import PasswordGuard, PasswordLimits
 from arbiter.domain.runs.admission import AdmissionGate, fair_share
+from arbiter.domain.runs.approval import ApprovalPolicy
 from arbiter.domain.runs.service import Runs
+from arbiter.domain.webhooks import Webhooks
 from arbiter.jobs import Job, JobScheduler, job_table
 from arbiter.jobs.table import secondary_job_table
 from arbiter.storage import Storage
@@ -163,7 +166,8 @@ def open_state(settings: Settings) -> AppState:
         books = open_books(storage, settings)
         share = settings.task_semaphore_per_account or fair_share(settings.task_semaphore_size)
         fair_gate = AdmissionGate(gate, per_account=share)
-        runs = Runs(storage, task_gate=fair_gate, books=books)
+        approval = ApprovalPolicy(allow_self=settings.allow_self_approval)
+        runs = Runs(storage, task_gate=fair_gate, books=books, approval=approval)
         if settings.is_primary:
             live = runs.restore()
             log.info("%d unfinished run(s) loaded", live)
@@ -180,6 +184,12 @@ def open_state(settings: Settings) -> AppState:
             books=books,
             task_semaphore=gate,
             worker_package=publish_worker_package(settings),
+            follows=Follows(storage),
+            webhooks=Webhooks(
+                storage,
+                base_url=settings.base_url,
+                allow_private=settings.webhook_allow_private,
+            ),
         )
     except BaseException:
         engine.dispose()
@@ -188,7 +198,14 @@ def open_state(settings: Settings) -> AppState:
 
 def default_jobs(state: AppState) -> list[Job]:
     """The job table (`arbiter.jobs.table`) bound to this process's services."""
-    return job_table(accounts=state.accounts, runs=state.runs, books=state.books, nets=state.nets)
+    return job_table(
+        accounts=state.accounts,
+        runs=state.runs,
+        books=state.books,
+        nets=state.nets,
+        webhooks=state.webhooks,
+        webhook_period=float(state.settings.webhook_period_seconds),
+    )
 
 
 def start_jobs(state: AppState, table: JobTable) -> JobScheduler | None:

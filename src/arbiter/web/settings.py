@@ -86,6 +86,13 @@ class Settings:
     access_log: bool = True
     # Background jobs (primary only); ARBITER_JOBS=0 turns them off, e.g. in tests.
     jobs: bool = True
+    # Approvers may approve their own runs (domain/runs/approval.py); without it
+    # only an instance with a single active approver allows that.
+    allow_self_approval: bool = False
+    # Webhooks (domain/webhooks.py): how often the job sends what is due, and
+    # whether hooks may reach private, loopback or link-local addresses.
+    webhook_period_seconds: int = 5
+    webhook_allow_private: bool = False
     # How often a primary checks it still holds its lease (web/lease.py).
     lease_check_seconds: int = 5
     extra: Mapping[str, str] = field(default_factory=dict)
@@ -127,6 +134,8 @@ class Settings:
         for name in (*positive, *limits, "body_timeout_seconds", "body_min_bytes_per_second"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"ARBITER_{name.upper()} must be positive")
+        if self.webhook_period_seconds <= 0:
+            raise SettingsError("ARBITER_WEBHOOK_PERIOD_SECONDS must be positive")
         if self.lease_check_seconds <= 0:
             raise SettingsError("ARBITER_LEASE_CHECK_SECONDS must be positive")
         if self.max_connections < 0:

@@ -11,7 +11,9 @@ from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.files.worker_package import WorkerPackage
+from arbiter.domain.follows import Follows
 from arbiter.domain.runs.service import Runs
+from arbiter.domain.webhooks import Webhooks
 from arbiter.jobs import JobScheduler
 from arbiter.storage import Storage
 from arbiter.web.settings import Settings
@@ -33,6 +35,8 @@ class AppState:
     # it without blocking and answers "too busy" at once when it is full. The
     # scheduler holds the same object.
     task_semaphore: threading.Semaphore
+    follows: Follows
+    webhooks: Webhooks
     shutting_down: bool = False
     # The background job scheduler: on a primary with jobs enabled, else None.
     jobs: JobScheduler | None = None

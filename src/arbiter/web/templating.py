@@ -2,7 +2,7 @@
 threadpool: template rendering is CPU work that must not stall the event loop."""
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,13 +52,43 @@ def page_context(request: Request, *, fragment: bool = False) -> dict[str, Any]:
     the flashes for the next full page, which is where they are shown."""
     session: RequestSession | None = request.scope.get(SCOPE_KEY)
     if session is None:
-        return {"user": None, "csrf_token": "", "flashes": [], "path": request.url.path}
+        return {
+            "user": None,
+            "csrf_token": "",
+            "flashes": [],
+            "path": request.url.path,
+            "pending_signups": lambda: 0,
+            "followed_runs": frozenset,
+        }
     return {
         "user": session.user,
         "csrf_token": session.csrf_token,
         "flashes": [] if fragment else session.take_flashes(),
         "path": request.url.path,
+        "pending_signups": _pending_signups(request, session.user),
+        "followed_runs": _followed_runs(request, session.user),
     }
+
+
+def _followed_runs(request: Request, user: Any) -> Callable[[], frozenset[str]]:
+    """The runs the visitor follows (the bells), read once when a template first
+    asks, so in the threadpool where it renders."""
+    state = getattr(request.app.state, "arbiter", None)
+    if user is None or state is None:
+        return frozenset
+    return functools.cache(lambda: frozenset(state.follows.followed(user.username)))
+
+
+def _pending_signups(request: Request, user: Any) -> Callable[[], int]:
+    """For an approver's navigation: a count of the accounts waiting for review,
+    asked for by the template, so the query runs where it renders (the
+    threadpool). Nobody else is shown it."""
+    if user is None or not user.is_approver:
+        return lambda: 0
+    state = getattr(request.app.state, "arbiter", None)
+    if state is None:
+        return lambda: 0
+    return lambda: len(state.accounts.list_users(pending=True))
 
 
 def render_sync(template: str, context: Mapping[str, Any]) -> str:

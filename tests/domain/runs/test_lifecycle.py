@@ -1,13 +1,24 @@
 """Submitting runs and acting on them: approve, stop, modify, purge, delete."""
 
+import threading
+
 import pytest
 
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
+from arbiter.domain.runs.approval import ApprovalPolicy, approve_refusal
+from arbiter.domain.runs.lifecycle import allowed_actions
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
-from tests.domain.runs.support import approved_run, pairs, submit, take_task, worker
+from tests.domain.runs.support import (
+    approved_run,
+    make_user,
+    pairs,
+    submit,
+    take_task,
+    worker,
+)
 
 
 def actions_of(storage: Storage, run_id: str) -> list[str]:
@@ -45,10 +56,46 @@ def test_invalid_arguments_store_nothing(
         assert tx.runs.unfinished() == []
 
 
-def test_approver_cannot_approve_own_run(runs: Runs, root: User, repo_url: str) -> None:
+def test_approver_cannot_approve_own_run(
+    runs: Runs, root: User, repo_url: str, storage: Storage
+) -> None:
+    make_user(storage, "carol", approver=True)  # someone else could approve it
     run_id = submit(runs, root, repo_url)
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(PermissionDenied, match="your own run"):
         runs.lifecycle.approve(root, run_id)
+    assert "approve" not in allowed_actions(root, runs.queries.run(run_id), self_approval=False)
+
+
+def test_the_only_active_approver_approves_their_own_run(
+    runs: Runs, root: User, repo_url: str, storage: Storage
+) -> None:
+    """First use with one account: nobody else could ever approve it."""
+    blocked = make_user(storage, "carol", approver=True)
+    with storage.write() as tx:  # a blocked approver approves nothing
+        tx.users.set_blocked(blocked.id, True)
+    run_id = submit(runs, root, repo_url)
+    assert runs.lifecycle.self_approval()
+    runs.lifecycle.approve(root, run_id)
+    assert runs.queries.run(run_id).approver == "root"
+
+
+def test_the_setting_allows_self_approval_beside_other_approvers(
+    storage: Storage, root: User, repo_url: str
+) -> None:
+    make_user(storage, "carol", approver=True)
+    runs = Runs(storage, task_gate=threading.Semaphore(5), approval=ApprovalPolicy(allow_self=True))
+    run_id = submit(runs, root, repo_url)
+    assert "approve" in allowed_actions(root, runs.queries.run(run_id), self_approval=True)
+    runs.lifecycle.approve(root, run_id)
+    assert runs.queries.run(run_id).approved
+
+
+def test_why_approve_is_missing(runs: Runs, root: User, alice: User, repo_url: str) -> None:
+    run = runs.queries.run(submit(runs, root, repo_url))
+    assert approve_refusal(None, run, self_approval=False) is not None
+    assert "only approvers" in (approve_refusal(alice, run, self_approval=False) or "")
+    assert "your own run" in (approve_refusal(root, run, self_approval=False) or "")
+    assert approve_refusal(root, run, self_approval=True) is None
 
 
 def test_only_approvers_approve(runs: Runs, alice: User, repo_url: str) -> None:

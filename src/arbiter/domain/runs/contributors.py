@@ -31,25 +31,46 @@ class Contributor:
         return self.games / self.cpu_hours if self.cpu_hours > 0 else 0.0
 
 
+HOURS_PER_YEAR = 8766.0  # 365.25 days
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The contributors page's cards: people who played, people who submitted,
+    and what the fleet gave (over the same period as the table)."""
+
+    testers: int
+    developers: int
+    cpu_years: float
+    games: int
+    tests: int
+
+
 class Contributors:
     def __init__(self, context: RunContext) -> None:
         self._context = context
         self._lock = threading.Lock()
-        self._cache: dict[bool, tuple[float, list[Contributor]]] = {}
+        self._cache: dict[bool, tuple[float, list[Contributor], Summary]] = {}
 
     def table(self, *, last_month: bool = False) -> list[Contributor]:
         """Contributors by CPU hours, largest first."""
+        return self._cached(last_month)[0]
+
+    def summary(self, *, last_month: bool = False) -> Summary:
+        return self._cached(last_month)[1]
+
+    def _cached(self, last_month: bool) -> tuple[list[Contributor], Summary]:
         now = self._context.clock()
         with self._lock:
             cached = self._cache.get(last_month)
         if cached is not None and now - cached[0] < CACHE_SECONDS:
-            return cached[1]
-        built = self._build(now - MONTH_SECONDS if last_month else None)
+            return cached[1], cached[2]
+        built, summary = self._build(now - MONTH_SECONDS if last_month else None)
         with self._lock:
-            self._cache[last_month] = (now, built)
-        return built
+            self._cache[last_month] = (now, built, summary)
+        return built, summary
 
-    def _build(self, since: float | None) -> list[Contributor]:
+    def _build(self, since: float | None) -> tuple[list[Contributor], Summary]:
         with self._context.storage.read() as tx:
             rows = tx.tasks.contributions(since=since)
             tests = tx.runs.count_by_user(since=since)
@@ -58,7 +79,15 @@ class Contributors:
             run.id: int(run.args["threads"]) * parse_time_control(run.args["tc"]).game_duration()
             for run in runs
         }
-        return _summarise(rows, seconds_per_game, tests)
+        table = _summarise(rows, seconds_per_game, tests)
+        summary = Summary(
+            testers=sum(1 for c in table if c.games > 0),
+            developers=sum(1 for count in tests.values() if count > 0),
+            cpu_years=sum(c.cpu_hours for c in table) / HOURS_PER_YEAR,
+            games=sum(c.games for c in table),
+            tests=sum(tests.values()),
+        )
+        return table, summary
 
 
 def _summarise(

@@ -17,6 +17,12 @@ from arbiter.domain.files.books import BookIndex
 from arbiter.domain.git import resolve_refs
 from arbiter.domain.modify_rules import Modifiable, RunFacts, RunKind, apply_modification
 from arbiter.domain.run_args import parse_run_args
+from arbiter.domain.runs.approval import (
+    NOT_APPROVER,
+    OWN_RUN,
+    ApprovalPolicy,
+    approve_refusal,
+)
 from arbiter.domain.runs.documents import build_args, new_run_id, new_run_record
 from arbiter.domain.runs.outcome import finish, is_undecided, run_action
 from arbiter.domain.runs.purging import auto_purge_action, auto_purges, purge_into
@@ -37,17 +43,22 @@ class RunLifecycle:
         context: RunContext,
         resolve: RefResolver,
         books: BookIndex,
+        approval: ApprovalPolicy | None = None,
     ) -> None:
         self._context = context
         self._resolve = resolve
         self._books = books
+        self.approval = approval or ApprovalPolicy()
         # Finished runs live only in storage; changes to them are rare, one at a time.
         self._offline = threading.Lock()
 
     # --- submission ---
 
-    def submit(self, user: User, raw: Mapping[str, object]) -> str:
-        """Validate, resolve the tags with git, store the run (unapproved); its id."""
+    def submit(
+        self, user: User, raw: Mapping[str, object], *, rescheduled_from: str | None = None
+    ) -> str:
+        """Validate, resolve the tags with git, store the run (unapproved); its id.
+        `rescheduled_from`: the run this one repeats, kept when that run exists."""
         args = parse_run_args(raw, default_book=self._books.default_book())
         if not self._books.known(args.book):
             raise ValidationError(
@@ -63,22 +74,30 @@ class RunLifecycle:
         )
         now = self._context.clock()
         run = new_run_record(new_run_id(now), user.username, doc, now)
-        entry = run_action(run, "new_run", user.username, _describe(run), now)
         with self._context.storage.write() as tx:
+            if rescheduled_from is not None and tx.runs.get(rescheduled_from) is not None:
+                run = replace(run, rescheduled_from=rescheduled_from)
+            entry = run_action(run, "new_run", user.username, _describe(run), now)
             tx.runs.add(run)
             _record(tx, entry)
+            tx.follows.add(user.username, run.id, now)  # one follows one's own tests
         self._context.registry.put(RunState(run, []))
         return run.id
 
     # --- decisions on a run ---
 
+    def self_approval(self) -> bool:
+        """Whether approvers may approve their own runs now (`ApprovalPolicy`)."""
+        return self.approval.self_approval(self._context.storage)
+
     def approve(self, user: User, run_id: str) -> None:
         if not user.is_approver:
-            raise PermissionDenied("Only approvers may approve runs.")
+            raise PermissionDenied(NOT_APPROVER)
+        self_approval = self.self_approval()  # read before the run's lock is taken
         with self._live(run_id) as state:
             run = state.run
-            if run.username == user.username:
-                raise PermissionDenied("You cannot approve your own run.")
+            if run.username == user.username and not self_approval:
+                raise PermissionDenied(OWN_RUN)
             if run.approved:
                 raise ValidationError("run", "This run is already approved.")
             change = Change(replace(run, approved=True, approver=user.username))
@@ -223,9 +242,12 @@ def _missing_or_finished(lifecycle: RunLifecycle, run_id: str) -> Exception:
     return ValidationError("run", f"Run {run_id} is already finished.")
 
 
-def allowed_actions(user: User | None, run: RunRecord) -> frozenset[str]:
+def allowed_actions(
+    user: User | None, run: RunRecord, *, self_approval: bool = False
+) -> frozenset[str]:
     """What `user` may do to `run` now, as the methods above decide it: for
-    showing only the buttons that work (the methods still check)."""
+    showing only the buttons that work (the methods still check).
+    `self_approval`: what `RunLifecycle.self_approval` answers."""
     if user is None or run.deleted:
         return frozenset()
     allowed = {"reschedule"}
@@ -235,8 +257,9 @@ def allowed_actions(user: User | None, run: RunRecord) -> frozenset[str]:
             allowed.add("purge")
         if not run.finished:
             allowed.add("stop")
-    others = user.is_approver and user.username != run.username
-    if others and not run.approved and not run.finished:
+    if approve_refusal(user, run, self_approval=self_approval) is None and not (
+        run.approved or run.finished
+    ):
         allowed.add("approve")
     return frozenset(allowed)
 

@@ -4,7 +4,7 @@ Unfinished runs are answered from memory on the primary; everything else, and
 every read on a secondary, comes from storage. Runs in the threadpool.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arbiter.domain.errors import NotFound
@@ -35,12 +35,27 @@ class Overview:
     nps: float
     games_per_minute: float
     failed: list[RunRecord] = field(default_factory=list)  # failed in the last FAILED_DAYS
+    finished_total: int = 0  # all finished runs, of which `finished` is one page
     queued_cpu_hours: float = 0.0  # estimated CPU time the approved live runs still need
 
     @property
     def queue_hours(self) -> float | None:
         """Hours the fleet needs for the queue at its current size (None without cores)."""
         return self.queued_cpu_hours / self.cores if self.cores else None
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedPage:
+    """One page of finished runs and how many the whole list holds."""
+
+    runs: list[RunRecord]
+    total: int
+    page: int
+    page_size: int = FINISHED_PAGE_SIZE
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.page_size))
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +94,7 @@ class RunQueries:
             live = [run for run in tx.runs.unfinished() if not run.deleted]
             offset = (finished_page - 1) * FINISHED_PAGE_SIZE
             finished = tx.runs.finished(FinishedRunFilter(offset=offset, limit=FINISHED_PAGE_SIZE))
+            finished_total = tx.runs.count_finished(FinishedRunFilter())
             recent = FinishedRunFilter(failed_only=True, since=now - FAILED_DAYS * 86400.0)
             failed = tx.runs.finished(recent) if finished_page == 1 else []
         memory = {state.run.id: state.run for state in self._context.registry.states()}
@@ -94,6 +110,7 @@ class RunQueries:
             nps=sum(run.nps for run in active),
             games_per_minute=sum(run.games_per_minute for run in active),
             failed=failed,
+            finished_total=finished_total,
             queued_cpu_hours=sum(remaining_cpu_hours(run) for run in live if run.approved),
         )
 
@@ -150,6 +167,31 @@ class RunQueries:
         with self._context.storage.read() as tx:
             runs = tx.runs.finished(query)
         return {run.id: run_view(run) for run in runs}
+
+    def finished_page(self, page: int, run_filter: FinishedRunFilter) -> FinishedPage:
+        """Page `page` (1-based) of the finished runs `run_filter` selects, with their
+        total (the finished tests pages); a page past the end is the last one."""
+        with self._context.storage.read() as tx:
+            total = tx.runs.count_finished(run_filter)
+            last = max(1, -(-total // FINISHED_PAGE_SIZE))
+            page = min(max(page, 1), last)
+            offset = (page - 1) * FINISHED_PAGE_SIZE
+            query = replace(run_filter, offset=offset, limit=FINISHED_PAGE_SIZE)
+            runs = tx.runs.finished(query)
+        return FinishedPage(runs, total, page)
+
+    def live_of(self, username: str) -> list[RunRecord]:
+        """A user's unfinished runs (name in any case), oldest first: memory on the
+        primary, storage on a secondary."""
+        key = username.casefold()
+        states = self._context.registry.states()
+        if states:
+            live = [state.run for state in states]
+        else:
+            with self._context.storage.read() as tx:
+                live = tx.runs.unfinished()
+        mine = [run for run in live if run.username.casefold() == key and not run.deleted]
+        return sorted(mine, key=lambda run: run.start_time)
 
     def run(self, run_id: str) -> RunRecord:
         """One run, from memory when live (NotFound when missing or deleted)."""

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from arbiter.domain.files.books import AnyBook, BookIndex
 from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.admission import AdmissionGate
+from arbiter.domain.runs.approval import ApprovalPolicy
 from arbiter.domain.runs.contributors import Contributors
 from arbiter.domain.runs.ingest import ResultIngest
 from arbiter.domain.runs.lifecycle import RefResolver, RunLifecycle, resolve_with_git, restore
@@ -30,12 +31,13 @@ class Runs:
         clock: Callable[[], float] = time.time,
         resolve: RefResolver = resolve_with_git,
         books: BookIndex | None = None,
+        approval: ApprovalPolicy | None = None,
     ) -> None:
         books = books or AnyBook()
         if isinstance(task_gate, threading.Semaphore):  # tests and tools: no cap per account
             task_gate = AdmissionGate(task_gate, per_account=None)
         self.context = RunContext(storage, Registry(clock), clock)
-        self.lifecycle = RunLifecycle(self.context, resolve, books)
+        self.lifecycle = RunLifecycle(self.context, resolve, books, approval)
         self.blocked_machines = BlockedMachines(storage)
         self.scheduler = TaskScheduler(self.context, task_gate, self.blocked_machines, books)
         self.ingest = ResultIngest(self.context)

@@ -5,6 +5,7 @@
 //    changed since the version we hold (X-Live-Version), or 286 with the final
 //    content once there is nothing left to wait for.
 //  - Forms with data-confirm ask before they submit.
+//  - Chart series toggles; notifications of followed runs that finished.
 "use strict";
 
 (function () {
@@ -28,7 +29,14 @@
       try {
         const reply = await fetch(url(), { credentials: "same-origin", headers: { "X-Live": "1" } });
         if (reply.status === 200 || reply.status === FINAL) {
+          // Sections the reader folded or unfolded stay so across the update.
+          const folded = new Map(
+            Array.from(region.querySelectorAll("details[id]"), (d) => [d.id, d.open]));
           region.innerHTML = await reply.text();
+          for (const [id, open] of folded) {
+            const section = document.getElementById(id);
+            if (section) section.open = open;
+          }
           const version = reply.headers.get("X-Live-Version");
           if (version) region.dataset.liveVersion = version;
           region.dispatchEvent(new CustomEvent("live:updated", { bubbles: true }));
@@ -98,7 +106,99 @@
     apply();
   }
 
+  // Chart series toggles: unticking a box hides that series of its chart. The
+  // choice outlives live updates (kept per chart id on this page).
+  function seriesToggles() {
+    const hiddenByChart = new Map();
+    function apply() {
+      for (const box of document.querySelectorAll("[data-series-for]")) {
+        const chartId = box.dataset.seriesFor;
+        const hidden = hiddenByChart.get(chartId) || new Set();
+        box.hidden = false;
+        for (const input of box.querySelectorAll("input[type=checkbox]")) {
+          input.checked = !hidden.has(input.value);
+        }
+        const chart = document.getElementById(chartId);
+        if (!chart) continue;
+        for (const group of chart.querySelectorAll("[data-series]")) {
+          group.style.display = hidden.has(group.dataset.series) ? "none" : "";
+        }
+      }
+    }
+    document.addEventListener("change", (event) => {
+      const input = event.target;
+      const box = input.closest && input.closest("[data-series-for]");
+      if (!box) return;
+      const chartId = box.dataset.seriesFor;
+      const hidden = hiddenByChart.get(chartId) || new Set();
+      if (input.checked) hidden.delete(input.value); else hidden.add(input.value);
+      hiddenByChart.set(chartId, hidden);
+      apply();
+    });
+    document.addEventListener("live:updated", apply);
+    apply();
+  }
+
+  // Followed runs that finished: a browser notification (the Notification API,
+  // once the visitor allowed it). The server says which finished after the
+  // time kept in localStorage, so one tab's notice is not repeated by another.
+  function notifications() {
+    const source = document.body.dataset.notifySrc;
+    if (!source) return;
+    const KEY = "arbiter.notifiedSince";
+    const supported = "Notification" in window;
+    let busy = false;
+
+    function show(run) {
+      document.dispatchEvent(new CustomEvent("arbiter:notified", { detail: run }));
+      if (!supported || Notification.permission !== "granted") return;
+      const note = new Notification(`Test ${run.verdict}: ${run.title}`, {
+        body: "A test you follow has finished.",
+        tag: run.id,
+      });
+      note.onclick = () => {
+        window.focus();
+        window.location.href = run.url;
+      };
+    }
+
+    async function check() {
+      if (busy) return;
+      busy = true;
+      try {
+        const since = window.localStorage.getItem(KEY);
+        const target = new URL(source, window.location.href);
+        if (since) target.searchParams.set("since", since);
+        const reply = await fetch(target, { credentials: "same-origin" });
+        if (!reply.ok) return;
+        const found = await reply.json();
+        window.localStorage.setItem(KEY, String(found.now));
+        if (since) for (const run of found.runs) show(run);
+      } catch (error) {
+        // Offline: the next check asks for the same span again.
+      } finally {
+        busy = false;
+      }
+    }
+
+    for (const button of document.querySelectorAll("[data-enable-notifications]")) {
+      if (!supported || Notification.permission !== "default") continue;
+      button.hidden = false;
+      button.addEventListener("click", async () => {
+        await Notification.requestPermission();
+        button.hidden = Notification.permission !== "default";
+      });
+    }
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") check();
+    });
+    window.setInterval(check, 60000);
+    check();
+  }
+
   for (const region of document.querySelectorAll("[data-live-src]")) liveRegion(region);
+  seriesToggles();
+  notifications();
   confirmForms();
   runFilters();
 })();

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.errors import DomainError, RetryLater, ValidationError
+from arbiter.domain.webhooks import FORMATS
 from arbiter.web.api import app_state, client_address
 from arbiter.web.errors import domain_status
 from arbiter.web.templating import render
@@ -117,9 +118,25 @@ async def profile(request: Request) -> Response:
 
 async def _profile_page(request: Request, extra: dict[str, Any], status: int = 200) -> Response:
     user = require_user(request)
-    tokens = await run_in_threadpool(app_state(request).accounts.list_tokens, user.username)
-    context = {"profile": user, "tokens": tokens, "errors": {}, "new_token": None, **extra}
+    state = app_state(request)
+    tokens, hooks = await run_in_threadpool(
+        lambda: (state.accounts.list_tokens(user.username), state.webhooks.of_user(user.username))
+    )
+    context = {
+        "profile": user,
+        "tokens": tokens,
+        "errors": {},
+        "new_token": None,
+        "hooks": hooks,
+        "hook_errors": {},
+        "hook_values": {"url": "", "events": ["finished"], "format": "json", "all_runs": False},
+        "hook_formats": FORMATS,
+        **extra,
+    }
     return await render(request, "profile.html", context, status)
+
+
+profile_page = _profile_page  # the webhooks forms show their refusals on the same page
 
 
 async def change_password(request: Request) -> Response:

@@ -2,6 +2,7 @@
 machines at work, and blocking a worker machine (`/workers/<name>`)."""
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -10,12 +11,15 @@ from starlette.responses import Response
 
 from arbiter.domain.actions import ACTION_NAMES
 from arbiter.domain.errors import ValidationError
+from arbiter.domain.runs.contributors import Contributor, Summary
+from arbiter.domain.runs.queries import Machine
 from arbiter.domain.workers import WorkerBlocks, may_change
 from arbiter.storage.base import ActionFilter
 from arbiter.web.api import app_state
 from arbiter.web.templating import render
 from arbiter.web.ui import run_format
 from arbiter.web.ui.forms import current_user, read_form, redirect, require_user, session_of
+from arbiter.web.ui.listing import list_rows, parse_query
 
 ACTIONS_PER_PAGE = 100
 _NAME = re.compile(r"[A-Za-z0-9]{1,64}")
@@ -79,20 +83,91 @@ async def contributors_monthly(request: Request) -> Response:
     return await _contributors(request, last_month=True)
 
 
+CONTRIBUTORS_PER_PAGE = 100
+CONTRIBUTOR_SORTS: dict[str, Callable[[Contributor], Any]] = {
+    "user": lambda c: c.username.lower(),
+    "last_active": lambda c: c.last_active,
+    "games_per_hour": lambda c: c.games_per_hour,
+    "cpu_hours": lambda c: c.cpu_hours,
+    "games": lambda c: c.games,
+    "tests": lambda c: c.tests,
+}
+
+
 async def _contributors(request: Request, *, last_month: bool) -> Response:
-    table = await run_in_threadpool(
-        lambda: app_state(request).runs.contributors.table(last_month=last_month)
+    """Sorted by any column, paged; `?user=name` opens the page holding that
+    user, highlighted. Ranks are by CPU hours whatever the order shown."""
+    query = parse_query(request.query_params, list(CONTRIBUTOR_SORTS), "cpu_hours", descending=True)
+    state = app_state(request)
+
+    def build() -> tuple[list[Contributor], Summary, dict[str, str]]:
+        table = state.runs.contributors.table(last_month=last_month)
+        summary = state.runs.contributors.summary(last_month=last_month)
+        repos = {u.username: u.tests_repo for u in state.accounts.list_users(pending=False)}
+        return table, summary, repos
+
+    table, summary, repos = await run_in_threadpool(build)
+    ranks = {c.username: rank for rank, c in enumerate(table, start=1)}
+    listed = list_rows(
+        table,
+        query,
+        keys=CONTRIBUTOR_SORTS,
+        text_of=lambda c: c.username,
+        page_size=CONTRIBUTORS_PER_PAGE,
+        is_focus=lambda c, name: c.username.casefold() == name.casefold(),
     )
-    context = {"contributors": table, "last_month": last_month}
+    context = {
+        "listed": listed,
+        "summary": summary,
+        "ranks": ranks,
+        "repos": repos,
+        "last_month": last_month,
+        "path": request.url.path,
+    }
     return await render(request, "contributors.html", context)
 
 
 # ---------------------------------------------------------------- machines
 
 
+MACHINES_PER_PAGE = 100
+MACHINE_SORTS: dict[str, Callable[[Machine], Any]] = {
+    "machine": lambda m: m.task.worker_name.lower(),
+    "user": lambda m: m.task.username.lower(),
+    "cores": lambda m: int(m.task.worker_info.get("concurrency", 0)),
+    "mnps": lambda m: float(m.task.worker_info.get("nps", 0.0)),
+    "run": lambda m: (m.run_title, m.task.task_id),
+    "last_seen": lambda m: m.last_seen,
+}
+
+
+def _machine_text(machine: Machine) -> str:
+    info = machine.task.worker_info
+    parts = (machine.task.worker_name, machine.task.username, machine.run_title)
+    extra = (info.get("uname", ""), info.get("worker_arch", ""), info.get("compiler", ""))
+    return " ".join(str(part) for part in (*parts, *extra))
+
+
 async def machines(request: Request) -> Response:
+    """Workers holding a task: sorted, filtered, one's own only (`mine=1`), paged;
+    with `live=1` only the table, which the page refreshes while visible."""
+    user = current_user(request)
+    query = parse_query(request.query_params, list(MACHINE_SORTS), "cores", descending=True)
+    mine = request.query_params.get("mine") == "1" and user is not None
     found = await run_in_threadpool(app_state(request).runs.queries.machines)
-    context = {"machines": found, "fmt": run_format}
+    if mine and user is not None:
+        key = user.username.casefold()
+        found = [m for m in found if m.task.username.casefold() == key]
+    listed = list_rows(
+        found,
+        query,
+        keys=MACHINE_SORTS,
+        text_of=_machine_text,
+        page_size=MACHINES_PER_PAGE,
+    )
+    context = {"listed": listed, "mine": mine, "fmt": run_format}
+    if request.query_params.get("live"):
+        return await render(request, "machines_live.html", context, fragment=True)
     return await render(request, "machines.html", context)
 
 

@@ -41,14 +41,20 @@ async def submit_run(request: Request) -> Response:
     require_primary(request)
     form = await read_form(request)
     values = submission.posted_values(form)
+    source = form.get("rescheduled_from", "")
+    source = source if RUN_ID.fullmatch(source) else ""
     lifecycle = app_state(request).runs.lifecycle
+    raw = submission.submission(values)
     try:
-        run_id = await run_in_threadpool(lifecycle.submit, user, submission.submission(values))
+        run_id = await run_in_threadpool(
+            lambda: lifecycle.submit(user, raw, rescheduled_from=source or None)
+        )
     except ValidationError as error:
         errors = {submission.error_field(error.field): str(error)}
-        return await _page(request, values, errors, status=400)
+        return await _page(request, values, errors, source=source, status=400)
     except GitError as error:  # the repository could not be read
-        return await _page(request, values, {"tests_repo": str(error)}, status=400)
+        errors = {"tests_repo": str(error)}
+        return await _page(request, values, errors, source=source, status=400)
     session_of(request).flash("Test submitted. It starts once an approver has approved it.")
     return redirect(f"/tests/view/{run_id}")
 

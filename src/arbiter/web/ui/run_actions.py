@@ -27,6 +27,7 @@ from arbiter.web.ui.forms import (
 from arbiter.web.ui.runs import show_run
 
 MODIFY_FIELDS = ("num_games", "priority", "throughput", "info")
+RETURN_PAGES = frozenset({"/tests"})
 
 Act = Callable[[RunLifecycle, User, str], object]
 
@@ -78,7 +79,9 @@ async def _act(request: Request, act: Act, done: str, *, to: str = "") -> Respon
     user = require_user(request)
     require_primary(request)
     run_id = run_id_of(request)
-    await read_form(request)
+    form = await read_form(request)
+    # Buttons in a list of runs come back to that list (only a known page).
+    to = form.get("next", "") if form.get("next", "") in RETURN_PAGES else to
     lifecycle = app_state(request).runs.lifecycle
     try:
         result = await run_in_threadpool(act, lifecycle, user, run_id)

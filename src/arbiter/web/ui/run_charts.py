@@ -103,6 +103,7 @@ def spsa_chart(run: RunRecord) -> Markup:
         rules=[Rule(0.0, "start", "rule zero")],
         legend=len(series) <= 6,
         id="spsa-chart",
+        hover_points=True,
     )
     if hidden <= 0:
         return line_chart(chart)

@@ -5,14 +5,18 @@ computes statistics itself. Runs in the threadpool with the rendering.
 """
 
 import math
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from markupsafe import Markup
 
 from arbiter.domain.runs.documents import hash_mib
+from arbiter.domain.runs.lifecycle import allowed_actions
 from arbiter.domain.runs.outcome import elo_counts, games_of, pentanomial_of
+from arbiter.domain.runs.spsa_steps import params_of, schedule_of
 from arbiter.stats.elo import fixed_games_elo, nelo_summary
+from arbiter.stats.spsa import gains
 from arbiter.storage.records import RunRecord
 
 LTC_SECONDS = 40.0  # a time control from 40 s on counts as long (as /api/finished_runs)
@@ -56,6 +60,8 @@ def title(run: RunRecord) -> str:
 
 
 def status(run: RunRecord) -> str:
+    """pending, waiting (approved, no worker has taken a task yet), active,
+    paused (approved, had workers, has none now), finished, failed, deleted."""
     if run.deleted:
         return "deleted"
     if run.failed:
@@ -64,11 +70,39 @@ def status(run: RunRecord) -> str:
         return "finished"
     if not run.approved:
         return "pending"
-    return "active" if run.workers > 0 else "paused"
+    if run.workers > 0:
+        return "active"
+    return "waiting" if run.total_games == 0 else "paused"
 
 
 def colour(run: RunRecord) -> str:
     return "green" if run.is_green else "yellow" if run.is_yellow else ""
+
+
+def result_colour(run: RunRecord) -> str:
+    """The result cell's colour: accepted (green), yellow, or rejected (red: a
+    finished SPRT that was neither)."""
+    if run.is_green:
+        return "green"
+    if run.is_yellow:
+        return "yellow"
+    if run.finished and not run.failed and "sprt" in run.args:
+        return "red"
+    return ""
+
+
+DESCRIPTION_CHARS = 160
+
+
+def description(run: RunRecord) -> str:
+    """The run's description (`info`) on one line, cut for a table row."""
+    text = " ".join(str(run.args.get("info", "")).split())
+    return text if len(text) <= DESCRIPTION_CHARS else text[: DESCRIPTION_CHARS - 1] + "…"
+
+
+def may_approve(user: Any, run: RunRecord, self_approval: bool) -> bool:
+    """Whether the row's approve button works for `user` (the lifecycle decides)."""
+    return "approve" in allowed_actions(user, run, self_approval=self_approval)
 
 
 def result_lines(run: RunRecord) -> list[str]:
@@ -244,3 +278,41 @@ def filter_tags(run: RunRecord) -> str:
     length = "ltc" if run.tc_base >= LTC_SECONDS else "stc"
     threads = "smp" if int(run.args["threads"]) > 1 else "st"
     return f"{kind(run).lower()} {length} {threads}"
+
+
+@dataclass(frozen=True, slots=True)
+class SpsaRow:
+    """A tuned parameter as the run page lists it, with the gains the next
+    iteration uses: c_k (the perturbation) and R_k (the learning rate)."""
+
+    name: str
+    theta: float
+    start: float
+    min: float
+    max: float
+    c_end: float
+    r_end: float
+    c_k: float
+    r_k: float
+
+
+def spsa_rows(run: RunRecord) -> list[SpsaRow]:
+    spsa = run.args["spsa"]
+    schedule, k = schedule_of(spsa), int(spsa["iter"])
+    rows = []
+    for param in params_of(spsa):
+        c_k, r_k = gains(param, k, schedule)
+        rows.append(
+            SpsaRow(
+                param.name,
+                param.theta,
+                param.start,
+                param.min,
+                param.max,
+                param.c_end,
+                param.r_end,
+                c_k,
+                r_k,
+            )
+        )
+    return rows

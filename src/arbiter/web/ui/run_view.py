@@ -19,7 +19,7 @@ from arbiter.stats.purge import (
     worker_row,
 )
 from arbiter.storage.records import TaskRecord
-from arbiter.web.params import page_number
+from arbiter.web.params import page_number, whole_number
 
 TASKS_PER_PAGE = 50
 
@@ -35,6 +35,19 @@ class TaskRow:
 
 
 @dataclass(frozen=True, slots=True)
+class TasksQuery:
+    """How the tasks table was asked for: page, order, one worker's tasks only,
+    one task to show (its page, highlighted: `?show_task=N`), or every task."""
+
+    page: int = 1
+    sort: str = "task"
+    descending: bool = False
+    worker: str = ""
+    show_task: int | None = None
+    show_all: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class TasksPage:
     rows: list[TaskRow]
     bad: list[TaskRow]
@@ -43,6 +56,9 @@ class TasksPage:
     sort: str
     descending: bool
     total: int
+    worker: str = ""
+    show_task: int | None = None
+    show_all: bool = False
 
 
 SORTS: dict[str, Callable[[TaskRow], Any]] = {
@@ -69,23 +85,39 @@ def tasks_page(
     tasks: list[TaskRecord],
     chi2: Chi2Result,
     pgn_ids: set[int],
-    *,
-    page: int = 1,
-    sort: str = "task",
-    descending: bool = False,
+    query: TasksQuery | None = None,
 ) -> TasksPage:
+    query = query or TasksQuery()
     workers = len(chi2.residual) + len(chi2.excluded)
     rows = [_row(task, chi2, workers, pgn_ids) for task in tasks]
     good = [row for row in rows if not row.task.bad]
-    if sort not in SORTS:
-        sort = "task"
-    good.sort(key=SORTS[sort], reverse=descending)
-    pages = max(1, -(-len(good) // TASKS_PER_PAGE))
+    if query.worker:
+        key = query.worker.casefold()
+        good = [row for row in good if key in row.worker.casefold()]
+    sort = query.sort if query.sort in SORTS else "task"
+    good.sort(key=SORTS[sort], reverse=query.descending)
+    size = max(len(good), 1) if query.show_all else TASKS_PER_PAGE
+    pages = max(1, -(-len(good) // size))
+    page = query.page
+    if query.show_task is not None:  # the page that holds the task asked for
+        index = next((i for i, r in enumerate(good) if r.task.task_id == query.show_task), None)
+        page = page if index is None else index // size + 1
     page = min(max(page, 1), pages)
-    start = (page - 1) * TASKS_PER_PAGE
-    shown = good[start : start + TASKS_PER_PAGE]
+    start = (page - 1) * size
+    shown = good[start : start + size]
     bad = [row for row in rows if row.task.bad]
-    return TasksPage(shown, bad, page, pages, sort, descending, len(good))
+    return TasksPage(
+        shown,
+        bad,
+        page,
+        pages,
+        sort,
+        query.descending,
+        len(good),
+        query.worker,
+        query.show_task,
+        query.show_all,
+    )
 
 
 def _row(task: TaskRecord, chi2: Chi2Result, workers: int, pgn_ids: set[int]) -> TaskRow:
@@ -112,12 +144,18 @@ def modify_values(detail: RunDetail) -> dict[str, Any]:
     }
 
 
-def page_query(params: Mapping[str, str]) -> tuple[int, str, bool]:
-    """(page, sort, descending) of the tasks table from the query string."""
-    page = page_number(params.get("page", "1"))
+def page_query(params: Mapping[str, str]) -> TasksQuery:
+    """The tasks table's query from the query string (bad values ignored)."""
     sort = params.get("sort", "task")
-    return page, sort if sort in SORTS else "task", params.get("order") == "desc"
+    return TasksQuery(
+        page=page_number(params.get("page", "1")),
+        sort=sort if sort in SORTS else "task",
+        descending=params.get("order") == "desc",
+        worker=params.get("worker", "").strip()[:120],
+        show_task=whole_number(params.get("show_task", "")),
+        show_all=params.get("all") == "1",
+    )
 
 
-def actions_for(user: User | None, detail: RunDetail) -> frozenset[str]:
-    return allowed_actions(user, detail.run)
+def actions_for(user: User | None, detail: RunDetail, self_approval: bool) -> frozenset[str]:
+    return allowed_actions(user, detail.run, self_approval=self_approval)

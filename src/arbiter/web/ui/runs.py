@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.errors import NotFound
+from arbiter.domain.runs.approval import approve_refusal
 from arbiter.web.api import app_state
 from arbiter.web.params import page_number
 from arbiter.web.state import AppState
@@ -21,13 +22,28 @@ from arbiter.web.templating import render
 from arbiter.web.ui import run_charts, run_format, run_view
 from arbiter.web.ui.forms import current_user
 
+TASK_PARAMS = ("page", "sort", "order", "worker", "show_task", "all")
 LIVE_DONE = 286  # "final state, stop polling" (the reference's htmx convention)
 
 
 async def tests(request: Request) -> Response:
     page = page_number(request.query_params.get("page", "1"))
-    overview = await run_in_threadpool(app_state(request).runs.queries.overview, page)
-    context = {"overview": overview, "page": page, "fmt": run_format}
+    runs = app_state(request).runs
+    user = current_user(request)
+    overview, machines = await run_in_threadpool(
+        lambda: (runs.queries.overview(page), runs.queries.machines())
+    )
+    # Whether an approver's own pending runs get an approve button in the list.
+    self_approval = bool(user and user.is_approver and overview.pending) and (
+        await run_in_threadpool(runs.lifecycle.self_approval)
+    )
+    context = {
+        "overview": overview,
+        "page": page,
+        "fmt": run_format,
+        "self_approval": self_approval,
+        "machines": machines,
+    }
     if request.query_params.get("live"):
         return await render(request, "tests_live.html", context, fragment=True)
     return await render(request, "tests.html", context)
@@ -41,20 +57,26 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     """The run page; `extra` carries a refused modify form back (errors, values)."""
     run_id = str(request.path_params["run_id"])
     user = current_user(request)
-    page, sort, descending = run_view.page_query(request.query_params)
+    query = run_view.page_query(request.query_params)
     state = app_state(request)
     try:
         context = await run_in_threadpool(
-            lambda: _run_context(
-                state, run_id, with_pgns=user is not None, page=page, sort=sort, desc=descending
-            )
+            lambda: _run_context(state, run_id, with_pgns=user is not None, query=query)
         )
     except NotFound:
         raise HTTPException(404, f"There is no run {run_id}.") from None
-    context["actions"] = run_view.actions_for(user, context["detail"])
+    self_approval = context["self_approval"]
+    context["actions"] = run_view.actions_for(user, context["detail"], self_approval)
+    context["approve_why"] = approve_refusal(user, context["run"], self_approval=self_approval)
     context.setdefault("modify_values", run_view.modify_values(context["detail"]))
-    kept = {k: v for k, v in request.query_params.items() if k in ("page", "sort", "order")}
-    context = {"modify_errors": {}, "query": urlencode(kept), **context, **extra}
+    kept = {k: v for k, v in request.query_params.items() if k in TASK_PARAMS}
+    context = {
+        "modify_errors": {},
+        "query": urlencode(kept),
+        "page_url": page_url(request, f"/tests/view/{run_id}"),
+        **context,
+        **extra,
+    }
     run = context["run"]
     if request.query_params.get("live"):
         version = _version(run.last_updated)
@@ -68,12 +90,13 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
 
 
 def _run_context(
-    state: AppState, run_id: str, *, with_pgns: bool, page: int, sort: str, desc: bool
+    state: AppState, run_id: str, *, with_pgns: bool, query: run_view.TasksQuery
 ) -> dict[str, Any]:
     detail = state.runs.queries.detail(run_id)
+    pending = not (detail.run.approved or detail.run.finished)
     pgn_ids = _stored_pgns(state, run_id) if with_pgns and detail.tasks else set()
     chi2 = run_view.chi2_of(detail.tasks)
-    tasks = run_view.tasks_page(detail.tasks, chi2, pgn_ids, page=page, sort=sort, descending=desc)
+    tasks = run_view.tasks_page(detail.tasks, chi2, pgn_ids, query)
     return {
         "detail": detail,
         "run": detail.run,
@@ -82,6 +105,7 @@ def _run_context(
         "chi2": chi2,
         "tasks": tasks,
         "live_version": _version(detail.run.last_updated),
+        "self_approval": pending and state.runs.lifecycle.self_approval(),
     }
 
 
@@ -90,6 +114,13 @@ def _stored_pgns(state: AppState, run_id: str) -> set[int]:
         return set(state.pgns.run_task_ids(run_id))
     except NotFound:  # no PGN uploaded yet
         return set()
+
+
+def page_url(request: Request, path: str) -> str:
+    """The absolute URL of a page, for links shared elsewhere (Open Graph): under
+    ARBITER_BASE_URL when set, else as the request reached us."""
+    base = app_state(request).settings.base_url.rstrip("/")
+    return f"{base}{path}" if base else str(request.url.replace(query="", fragment="", path=path))
 
 
 def _version(last_updated: float) -> str:

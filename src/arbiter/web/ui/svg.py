@@ -54,6 +54,8 @@ class Chart:
     rules: Sequence[Rule] = ()
     legend: bool = True
     id: str = "chart"
+    # Each point gets a marker whose tooltip gives its values (SPSA parameters).
+    hover_points: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +117,10 @@ def line_chart(chart: Chart) -> Markup:
         *_axes(x, y, x_ticks, y_ticks, chart),
         *(_band(band, x, y) for band in chart.bands),
         *(_rule(rule, x, y) for rule in chart.rules),
-        *(_polyline(series, x, y) for series in chart.series),
+        *(
+            _series(index, series, x, y, hover=chart.hover_points)
+            for index, series in enumerate(chart.series)
+        ),
     ]
     if chart.legend:
         parts.extend(_legend(chart.series))
@@ -159,6 +164,22 @@ def _axes(
 
 def _path(points: Sequence[XY], x: _Scale, y: _Scale) -> str:
     return " ".join(f"{x(px):.1f},{y(py):.1f}" for px, py in points)
+
+
+def _series(index: int, series: Series, x: _Scale, y: _Scale, *, hover: bool) -> str:
+    """One series in its own group (`data-series`, which the page's toggles hide),
+    with a marker per point when `hover`: its tooltip is the point's values."""
+    parts = [f'<g class="series" data-series="{index}">', _polyline(series, x, y)]
+    if hover and len(series.points) > 1:
+        label = series.label
+        for px, py in series.points:
+            tip = escape(f"{label}: {py:.3f} at {px:,.0f}")
+            parts.append(
+                f'<circle class="point {escape(series.css)}" cx="{x(px):.1f}" cy="{y(py):.1f}" '
+                f'r="4"><title>{tip}</title></circle>'
+            )
+    parts.append("</g>")
+    return "".join(parts)
 
 
 def _polyline(series: Series, x: _Scale, y: _Scale) -> str:

@@ -5,7 +5,7 @@ action's `_id`, and its unique index lets a resumed import skip what it
 already wrote.
 
 Revision ID: 0007
-Revises: 0003
+Revises: 0005
 Create Date: 2026-11-25 18:20:00
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
-down_revision: str | None = "0003"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,68 @@
+"""Where webhooks may be sent: public addresses only, unless the operator allows
+private ones (`ARBITER_WEBHOOK_ALLOW_PRIVATE`, e.g. a receiver on the same host).
+
+A hook's host is resolved before every delivery and every address it resolves
+to must be allowed, so a name cannot point a delivery at the server's own
+network. Pure functions of plain values, plus `resolve` (a DNS lookup)."""
+
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from arbiter.domain.errors import ValidationError
+
+MAX_URL_CHARS = 500
+
+
+def address_allowed(address: str, *, allow_private: bool) -> bool:
+    """Whether a delivery may connect to `address` (an IP address as text)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_multicast or ip.is_unspecified:
+        return False
+    if ip.is_loopback:
+        return allow_private
+    if ip.is_reserved:  # 240.0.0.0/4 and unassigned IPv6 (::1 is loopback, above)
+        return False
+    if ip.is_private or ip.is_link_local:
+        return allow_private
+    return ip.is_global
+
+
+def check_url(url: str) -> tuple[str, int]:
+    """(host, port) of a hook URL, or ValidationError("url", ...)."""
+    if len(url) > MAX_URL_CHARS:
+        raise ValidationError("url", f"A webhook URL has at most {MAX_URL_CHARS} characters.")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ValidationError("url", "This is not a URL.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError("url", "A webhook URL starts with https:// (or http://).")
+    if parts.username or parts.password:
+        raise ValidationError("url", "Put no user name or password in a webhook URL.")
+    return parts.hostname, port or (443 if parts.scheme == "https" else 80)
+
+
+def resolve(host: str, port: int) -> list[str]:
+    """Every address `host` resolves to (blocking: the jobs executor)."""
+    infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def refusal(url: str, *, allow_private: bool) -> str | None:
+    """Why a delivery to `url` may not be sent now; None when it may."""
+    host, port = check_url(url)
+    try:
+        addresses = resolve(host, port)
+    except OSError as error:
+        return f"cannot resolve {host}: {error}"
+    barred = [a for a in addresses if not address_allowed(a, allow_private=allow_private)]
+    if barred or not addresses:
+        return f"{host} resolves to an address webhooks may not reach ({', '.join(barred)})"
+    return None

@@ -1,0 +1,120 @@
+"""A server's database filled before it starts, for page tests that need many
+runs in many states: written through the real run service on the server's own
+SQLite file, then the server is started on it."""
+
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from arbiter.domain.accounts import User
+from arbiter.domain.files.book_catalogue import REFERENCE_DEFAULT_BOOK
+from arbiter.domain.files.books import AnyBook
+from arbiter.domain.runs.service import Runs
+from arbiter.storage import Storage
+from arbiter.storage.base import NewUser
+from arbiter.storage.engine import make_engine, sqlite_url
+from tests.domain.runs.support import submit
+from tests.web.live_server import create_user
+
+SPSA_PARAMS = "Alpha,100,0,200,10,0.0020\nBeta,50,0,100,5,0.0020"
+PLAIN_FINISHED = 53  # with the green and the yellow one: 55, two pages of 50
+
+
+@dataclass(frozen=True)
+class Seeded:
+    green: str  # alice's accepted SPRT (LTC), "Tune king safety"
+    yellow: str
+    waiting: str  # approved, no task taken yet, rescheduled from `green`
+    spsa: str  # approved SPSA run
+    busy: str  # approved, priority 1: the run a worker is given first
+    alice_pending: str
+    root_pending: str
+
+
+def seed(data_dir: Path, repo_url: str) -> Seeded:
+    """root (the only approver), alice, dave (a signup waiting for review), and runs
+    (on the catalogue's default book, which the server knows without installing)."""
+    create_user(data_dir, "root", approver=True)
+    create_user(data_dir, "alice")
+    engine = make_engine(sqlite_url(data_dir), pool_size=2)
+    try:
+        storage = Storage(engine)
+        with storage.write() as tx:
+            tx.users.add(
+                NewUser(
+                    username="dave",
+                    email="dave@example.org",
+                    password_hash="unused",
+                    registration_time=time.time(),
+                    pending=True,
+                    is_approver=False,
+                )
+            )
+        return _runs(storage, repo_url)
+    finally:
+        engine.dispose()
+
+
+def _runs(storage: Storage, repo_url: str) -> Seeded:
+    runs = Runs(storage, task_gate=threading.Semaphore(5), books=CatalogueDefault())
+    root, alice = runs_user(storage, "root"), runs_user(storage, "alice")
+    sprt = {"elo0": 0, "elo1": 2}
+    green = submit(runs, alice, repo_url, tc="60+0.6", sprt=sprt, info="Tune king safety")
+    yellow = submit(runs, alice, repo_url, sprt=sprt, info="Simplify pawn storms")
+    plain = submit(runs, alice, repo_url, num_games=200, info="Plain fixed games")
+    for run_id in (green, yellow, plain):
+        runs.lifecycle.approve(root, run_id)
+        runs.lifecycle.stop(root, run_id)
+    with storage.write() as tx:
+        for run_id, flags in ((green, {"is_green": True}), (yellow, {"is_yellow": True})):
+            stored = tx.runs.get(run_id)
+            assert stored is not None
+            tx.runs.save(replace(stored, **flags))
+        stored = tx.runs.get(plain)
+        assert stored is not None
+        for number in range(1, PLAIN_FINISHED):
+            copy_id = f"{int(plain, 16) + number:024x}"
+            tx.runs.add(replace(stored, id=copy_id, last_updated=stored.last_updated - number))
+    waiting = runs.lifecycle.submit(
+        alice,
+        {"tests_repo": repo_url, "base_tag": "master", "new_tag": "patch", "tc": "10+0.1"},
+        rescheduled_from=green,
+    )
+    runs.lifecycle.approve(root, waiting)
+    spsa = {"raw_params": SPSA_PARAMS, "A": 0.1, "alpha": 0.602, "gamma": 0.101}
+    spsa_run = submit(runs, alice, repo_url, num_games=10000, spsa=spsa, info="Tune two values")
+    runs.lifecycle.approve(root, spsa_run)
+    _spsa_progress(storage, spsa_run)
+    busy = submit(runs, alice, repo_url, num_games=2000, priority=1, info="Busy run")
+    runs.lifecycle.approve(root, busy)
+    alice_pending = submit(runs, alice, repo_url, info="Waiting for approval")
+    root_pending = submit(runs, root, repo_url, info="Root's own test")
+    return Seeded(green, yellow, waiting, spsa_run, busy, alice_pending, root_pending)
+
+
+def _spsa_progress(storage: Storage, run_id: str) -> None:
+    """Iteration 100 of 5,000 with two chart samples, as if workers had played."""
+    with storage.write() as tx:
+        run = tx.runs.get(run_id)
+        assert run is not None
+        spsa = dict(run.args["spsa"])
+        spsa["iter"] = 100
+        spsa["params"] = [{**p, "theta": p["theta"] + 2.5} for p in spsa["params"]]
+        spsa["param_history"] = [
+            [{"theta": p["start"] + step, "R": 0.002, "c": 10.0} for p in spsa["params"]]
+            for step in (1.0, 2.0)
+        ]
+        tx.runs.save(replace(run, args={**run.args, "spsa": spsa}))
+
+
+class CatalogueDefault(AnyBook):
+    def default_book(self) -> str:
+        return REFERENCE_DEFAULT_BOOK
+
+
+def runs_user(storage: Storage, name: str) -> User:
+    with storage.read() as tx:
+        record = tx.users.get_by_key(name)
+    assert record is not None
+    return User.from_record(record)

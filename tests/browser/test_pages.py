@@ -1,0 +1,320 @@
+"""The dashboard pages Fishtest users read every day, at desktop width and at
+390 px: finished tests, user pages, rows, the run page's facts, first use with
+one approver, and every cell of the named tables visible on a phone."""
+
+import base64
+import gzip
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.seed import PLAIN_FINISHED, Seeded, seed
+from tests.browser.test_dashboard import Worker, log_in, shoot
+from tests.web.live_server import Server, start_server, stop
+
+pytestmark = pytest.mark.browser
+
+WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+FINISHED = PLAIN_FINISHED + 2
+
+# Every th/td of the tables matched: displayed, with a box, and (scrolled into
+# view within its scroll box if it has one) inside the viewport's width. A
+# table that reflows into label/value pairs may hide its header row when each
+# cell shows its column's label itself. The page itself must not scroll
+# sideways. Returns the cells that fail.
+CELLS_SHOWN = """
+(selector) => {
+  const width = document.documentElement.clientWidth;
+  const failed = [];
+  const cells = document.querySelectorAll(
+    selector.split(",").map((s) => `${s} th, ${s} td`).join(","));
+  for (const cell of cells) {
+    const head = cell.closest("thead");
+    const table = cell.closest("table");
+    if (head && getComputedStyle(head).display === "none"
+        && table.querySelector("td[data-label]")) {
+      const labels = Array.from(table.querySelectorAll("tbody tr:first-child td[data-label]"),
+        (td) => [td.dataset.label, getComputedStyle(td, "::before").content]);
+      const label = cell.textContent.trim();
+      const shown = labels.some(([name, content]) => name === label
+        && (content.includes(name) || name === "Test"));
+      if (!shown) failed.push(`header ${label} neither shown nor repeated`);
+      continue;
+    }
+    const style = getComputedStyle(cell);
+    cell.scrollIntoView({ block: "nearest", inline: "nearest" });
+    const box = cell.getBoundingClientRect();
+    const inside = box.left >= -1 && (box.right <= width + 1 || box.width > width);
+    if (style.display === "none" || style.visibility !== "visible" || !box.width
+        || !box.height || !inside) {
+      failed.push(cell.textContent.trim().slice(0, 40) || cell.tagName);
+    }
+  }
+  window.scrollTo(0, 0);
+  const sideways = document.documentElement.scrollWidth > width + 1;
+  return { cells: cells.length, failed, sideways };
+}
+"""
+
+
+@pytest.fixture
+def seeded(tmp_path: Path, repo_url: str) -> Iterator[tuple[Server, Seeded]]:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    runs = seed(data_dir, repo_url)
+    server = start_server(data_dir, extra_env={"ARBITER_JOBS": "0"})
+    yield server, runs
+    stop(server)
+
+
+def all_cells_shown(page: Page, selector: str) -> None:
+    report = page.evaluate(CELLS_SHOWN, selector)
+    assert report["cells"] > 0, selector
+    assert report["failed"] == [], (selector, report["failed"])
+    assert not report["sideways"], f"{page.url} scrolls sideways"
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_the_pages_at_each_width(
+    browser: Browser, seeded: tuple[Server, Seeded], artifacts: Path, width: str
+) -> None:
+    server, runs = seeded
+    w, h = WIDTHS[width]
+    context = browser.new_context(viewport={"width": w, "height": h}, is_mobile=width == "phone")
+    page = context.new_page()
+    machine = Worker(server, "alice")
+    reply = machine.call("request_task")
+    assert reply.get("run", {}).get("_id") == runs.busy, reply
+    machine.run_id, machine.task_id = runs.busy, reply["task_id"]
+    machine.report(ld=2, dd=4, wd=6, ww=4)
+    pgn = '[Event "Batch 0"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n'
+    encoded = base64.b64encode(gzip.compress(pgn.encode())).decode()
+    machine.call("upload_pgn", run_id=runs.busy, task_id=machine.task_id, pgn=encoded)
+    log_in(page, server, "root")
+
+    # Navigation: the approver sees the signup waiting; My tests is theirs.
+    expect(page.locator("#pending-signups")).to_have_text("1")
+    expect(page.locator("#my-tests")).to_have_attribute("href", "/tests/user/root")
+
+    # Home: rows with description, date, links; pending ones approved from the list.
+    page.goto(f"{server.url}/tests")
+    pending = page.locator(f"#pending tr[data-run='{runs.alice_pending}']")
+    expect(pending.locator(".description")).to_have_text("Waiting for approval")
+    expect(pending.locator("time[title=submitted]")).to_be_visible()
+    expect(pending.locator("a.user-link")).to_have_attribute("href", "/tests/user/alice")
+    # root is the instance's only approver: their own run can be approved too.
+    expect(
+        page.locator(f"#pending tr[data-run='{runs.root_pending}'] .row-actions button")
+    ).to_have_count(2)
+    pending.locator("button", has_text="Approve").click()
+    expect(page.locator(".flash")).to_contain_text("Run approved.")
+    assert page.url.endswith("/tests")
+    expect(page.locator(f"#pending tr[data-run='{runs.alice_pending}']")).to_have_count(0)
+    expect(page.locator("#finished h2 .badge")).to_have_text(str(FINISHED))
+    page.locator("#active summary").click()  # sections fold
+    expect(page.locator("#active table")).to_be_hidden()
+    all_cells_shown(page, "table.runs")
+    shoot(page, artifacts, f"home-{width}")
+
+    # Finished tests: tabs, totals, pages, search.
+    page.goto(f"{server.url}/tests/finished")
+    expect(page.locator("#finished-count")).to_have_text(f"{FINISHED} tests · page 1 of 2")
+    page.locator("a[rel=next]").first.click()
+    expect(page.locator("#finished-count")).to_contain_text("page 2 of 2")
+    expect(page.locator("#finished tbody tr")).to_have_count(FINISHED - 50)
+    page.locator(".tabs a[data-tab=green]").click()
+    expect(page.locator("#finished-count")).to_have_text("1 test · page 1 of 1")
+    green = page.locator(f"tr[data-run='{runs.green}']")
+    expect(green.locator("td.result-cell")).to_have_class("result-cell green")
+    expect(green.locator("a", has_text="live Elo")).to_be_visible()
+    page.locator(".tabs a[data-tab=yellow]").click()
+    expect(page.locator(f"tr[data-run='{runs.yellow}'] td.result-cell")).to_have_class(
+        "result-cell yellow"
+    )
+    page.locator(".tabs a[data-tab=ltc]").click()
+    expect(page.locator("#finished tbody tr")).to_have_count(1)
+    page.locator(".tabs a[data-tab=all]").click()
+    page.fill("#search-text", "KING safety")
+    page.fill("#search-user", "ali")
+    page.click("form[aria-label='Search finished tests'] button")
+    expect(page.locator("#finished-count")).to_have_text("1 test · page 1 of 1")
+    expect(green).to_be_visible()
+    shoot(page, artifacts, f"finished-{width}")
+
+    # A user's page, from a user name.
+    green.locator("a.user-link").click()
+    expect(page.locator("main h1")).to_have_text("Tests by alice")
+    expect(page.locator("#finished h2 .badge")).to_have_text(str(FINISHED))
+    expect(page.locator(f"#live tr[data-run='{runs.waiting}']")).to_have_count(1)
+
+    # The run page: who, what it repeats, its workers, and why it waits.
+    page.goto(f"{server.url}/tests/view/{runs.waiting}")
+    expect(page.locator("#run-status")).to_have_text("waiting")
+    expect(page.locator("#run-author a")).to_have_attribute("href", "/tests/user/alice")
+    expect(page.locator("#run-approver")).to_have_text("root")
+    expect(page.locator("#run-rescheduled-from a")).to_have_attribute(
+        "href", f"/tests/view/{runs.green}"
+    )
+    expect(page.locator("#run-workers")).to_have_text("0 active workers with 0 cores")
+    expect(page.locator("#run-waiting")).to_be_visible()
+    expect(page.locator("#why-no-workers")).to_contain_text("outranked by another run")
+    all_cells_shown(page, "section[aria-label=Arguments] table")
+    page.goto(f"{server.url}/tests/view/{runs.busy}")
+    expect(page.locator("#run-workers")).to_have_text(
+        f"1 active worker with {machine.info['concurrency']} core"
+        + ("s" if machine.info["concurrency"] != 1 else "")
+    )
+    all_cells_shown(page, "table.tasks, section[aria-label=Arguments] table")
+    # Sharing: every game in one download; a pasted link previews the result.
+    download = page.locator("#download-games")
+    expect(download).to_be_visible()
+    games = page.request.get(server.url + (download.get_attribute("href") or ""))
+    assert games.status == 200
+    assert gzip.decompress(games.body()).decode() == pgn
+    og = page.locator("meta[property='og:description']")
+    expect(og).to_have_attribute("content", re.compile(r"^active · Elo: .*Games: 32 W: 14"))
+    expect(page.locator("meta[property='og:url']")).to_have_attribute(
+        "content", f"{server.url}/tests/view/{runs.busy}"
+    )
+    shoot(page, artifacts, f"run-page-{width}")
+    # Tasks: full worker details, a filter by worker, every task, one task's link.
+    expect(page.locator("#task-0 .worker-details")).to_contain_text("MiB · Python 3.")
+    page.fill("#task-worker", "nobody")
+    page.click("form[aria-label='Filter tasks'] button")
+    expect(page.locator("#tasks")).to_contain_text("No task of a worker named like that.")
+    page.fill("#task-worker", "ALICE")
+    page.click("form[aria-label='Filter tasks'] button")
+    expect(page.locator("table.tasks tbody tr")).to_have_count(1)
+    page.click("#show-all-tasks")
+    expect(page.locator("table.tasks tbody tr")).to_have_count(1)
+    # SPSA: the gains of the next iteration; the chart's values on hover; a
+    # series hidden by its box (and still hidden after a live update).
+    page.goto(f"{server.url}/tests/view/{runs.spsa}")
+    all_cells_shown(page, "table.spsa")
+    expect(page.locator("table.spsa td.spsa-c").first).to_have_text(re.compile(r"^\d"))
+    expect(page.locator("table.spsa td.spsa-r").first).to_have_text(re.compile(r"^\d"))
+    first_point = page.locator("#spsa-chart [data-series='0'] circle.point").nth(1)
+    expect(first_point.locator("title")).to_have_text("Alpha: 0.100 at 50")
+    first_point.hover()
+    assert first_point.evaluate("p => getComputedStyle(p).fillOpacity") == "1"
+    beta = page.locator("#spsa-chart [data-series='1']")
+    expect(beta).to_be_visible()
+    page.locator("[data-series-for=spsa-chart] input[value='1']").uncheck()
+    expect(beta).to_be_hidden()
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    page.wait_for_load_state("networkidle")
+    expect(page.locator("#spsa-chart [data-series='1']")).to_be_hidden()
+    expect(page.locator("#spsa-chart [data-series='0']")).to_be_visible()
+    page.goto(f"{server.url}/tests/stats/{runs.busy}")
+    all_cells_shown(page, "table.args")
+    page.goto(f"{server.url}/tests/live_elo/{runs.green}")
+    all_cells_shown(page, "table.args")
+    page.goto(f"{server.url}/actions")
+    all_cells_shown(page, "table.actions-log")
+    # Contributors: summary cards, sorting, going to a user.
+    page.goto(f"{server.url}/contributors")
+    expect(page.locator("table.contributors a", has_text="alice")).to_have_attribute(
+        "href", "/tests/user/alice"
+    )
+    expect(page.locator("#sum-testers")).to_have_text("1")
+    expect(page.locator("#sum-developers")).to_have_text("2")
+    expect(page.locator("#sum-games")).to_have_text("32")
+    page.click("th a[data-sort=games]")
+    expect(page.locator("th a[data-sort=games]")).to_have_attribute("aria-sort", "descending")
+    page.fill("#contributor-user", "ALICE")
+    page.click("form[aria-label='Find a contributor'] button")
+    expect(page.locator("#contributor-alice")).to_have_class(re.compile(r"\bhighlight\b"))
+    page.click("#contributors-me")
+    expect(page.locator("#contributor-missing")).to_contain_text("root has no games yet")
+    all_cells_shown(page, "table.contributors, .cards")
+
+    # Machines: filter, my workers, sort, refreshed while visible.
+    page.goto(f"{server.url}/machines")
+    all_cells_shown(page, "table.machines")
+    with page.expect_request(re.compile(r"/machines\?live=1")):
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    page.click("th a[data-sort=user]")
+    expect(page.locator("th a[data-sort=user]")).to_have_attribute("aria-sort", "descending")
+    page.fill("#machine-filter", "nobody")
+    page.click("form[aria-label='Filter machines'] button")
+    expect(page.locator("#machines-live")).to_contain_text("No machine matches.")
+    page.fill("#machine-filter", "")
+    page.check("#machines-mine")  # root's own: none
+    page.click("form[aria-label='Filter machines'] button")
+    expect(page.locator("#machines-count .badge")).to_have_text("0")
+    page.fill("#machine-filter", "ALI")
+    page.uncheck("#machines-mine")
+    page.click("form[aria-label='Filter machines'] button")
+    expect(page.locator("table.machines tbody tr")).to_have_count(1)
+    # ... and the home page's summary of them, folded until opened.
+    page.goto(f"{server.url}/tests")
+    expect(page.locator("#machines .badge")).to_have_text("1")
+    expect(page.locator("table.machines-summary")).to_be_hidden()
+    page.locator("#machines summary").click()
+    expect(page.locator("table.machines-summary tbody tr")).to_have_count(1)
+
+    # The event log links a task's event to that task, highlighted on its page.
+    machine.call("failed_task", run_id=runs.busy, task_id=machine.task_id, message="no disk")
+    page.goto(f"{server.url}/actions?run_id={runs.busy}")
+    page.locator("a.task-link").first.click()
+    expect(page.locator(f"#task-{machine.task_id}")).to_have_class(re.compile(r"\bhighlight\b"))
+    expect(page.locator(f"#task-{machine.task_id}")).to_be_in_viewport()
+
+    # First use: root approves their own run (the only approver).
+    page.goto(f"{server.url}/tests/view/{runs.root_pending}")
+    page.click("#approve")
+    expect(page.locator(".flash")).to_contain_text("Run approved.")
+    # The form's numeric attributes reach the browser as written.
+    page.goto(f"{server.url}/tests/run")
+    expect(page.locator("#threads")).to_have_attribute("min", "1")
+    expect(page.locator("#num_games")).to_have_attribute("step", "2")
+    expect(page.locator("#elo0")).to_have_attribute("inputmode", "decimal")
+    context.close()
+
+
+def test_the_run_page_says_why_approve_is_missing(
+    browser: Browser, seeded: tuple[Server, Seeded]
+) -> None:
+    server, runs = seeded
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    page.goto(f"{server.url}/tests/view/{runs.alice_pending}")
+    expect(page.locator("#approve-why")).to_contain_text("Log in as an approver")
+    log_in(page, server, "alice")
+    page.goto(f"{server.url}/tests/view/{runs.alice_pending}")
+    expect(page.locator("#approve")).to_have_count(0)
+    expect(page.locator("#approve-why")).to_contain_text("only approvers may approve")
+    expect(page.locator("#approve-why")).to_be_in_viewport()
+    context.close()
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_first_use_with_one_account(
+    browser: Browser, server: Server, repo_url: str, width: str
+) -> None:
+    """The README's flow: the only account (an approver) submits a test, approves
+    it itself, and a worker plays it."""
+    w, h = WIDTHS[width]
+    context = browser.new_context(viewport={"width": w, "height": h}, is_mobile=width == "phone")
+    page = context.new_page()
+    log_in(page, server, "root")
+    page.goto(f"{server.url}/tests/run")
+    page.fill("#tests_repo", repo_url)
+    page.fill("#new_tag", "patch")
+    page.click("form.new-run button[type=submit]")
+    expect(page.locator("#run-status")).to_have_text("pending")
+    expect(page.locator("#approve-why")).to_have_count(0)
+    page.click("#approve")
+    expect(page.locator(".flash")).to_contain_text("Run approved.")
+    expect(page.locator("#run-status")).to_have_text("waiting")
+    expect(page.locator("#run-waiting")).to_be_visible()
+    machine = Worker(server, "root")
+    machine.take_task()
+    assert machine.run_id == page.url.rsplit("/", 1)[1]
+    page.reload()
+    expect(page.locator("#run-status")).to_have_text("active")
+    expect(page.locator("#run-workers")).to_contain_text("1 active worker with")
+    context.close()
