@@ -4,6 +4,7 @@ PGNs live in the database (one gzip member per task, small); nets and books
 are files under the data dir and only their metadata is here.
 """
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -62,6 +63,19 @@ class SqlNetStore:
         added = nets.c.downloads + count
         statement = update(nets).where(nets.c.name == name).values(downloads=added)
         self._connection.execute(statement)
+
+    def mark_tested(self, name: str, test: Mapping[str, Any], *, master: bool) -> None:
+        # JSON columns keep a Python None as JSON null, which SQL's IS NULL does
+        # not match: the first test is decided on the row as read.
+        net = self.get(name)
+        if net is None:
+            return
+        values: dict[str, Any] = {"last_test": dict(test)}
+        if net.first_test is None:
+            values["first_test"] = dict(test)
+        if master:
+            values["is_master"] = True
+        self._connection.execute(update(nets).where(nets.c.name == name).values(values))
 
 
 class SqlBookStore:

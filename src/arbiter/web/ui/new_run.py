@@ -11,9 +11,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from arbiter.domain.errors import NotFound, ValidationError
-from arbiter.domain.git import GitError
+from arbiter.domain.errors import NotFound, RetryLater, ValidationError
+from arbiter.web import submissions as submitting
 from arbiter.web.api import app_state
+from arbiter.web.errors import domain_status
 from arbiter.web.templating import render
 from arbiter.web.ui import submission
 from arbiter.web.ui.forms import (
@@ -41,14 +42,16 @@ async def submit_run(request: Request) -> Response:
     require_primary(request)
     form = await read_form(request)
     values = submission.posted_values(form)
-    lifecycle = app_state(request).runs.lifecycle
     try:
-        run_id = await run_in_threadpool(lifecycle.submit, user, submission.submission(values))
+        raw = submission.submission(values)
+        run_id = await submitting.submit_run(app_state(request), user, raw)
     except ValidationError as error:
         errors = {submission.error_field(error.field): str(error)}
         return await _page(request, values, errors, status=400)
-    except GitError as error:  # the repository could not be read
-        return await _page(request, values, {"tests_repo": str(error)}, status=400)
+    except RetryLater as busy:  # the git executor is full: the form again, and when to retry
+        page = await _page(request, values, {"form": str(busy)}, status=domain_status(busy))
+        page.headers["retry-after"] = str(busy.wait_seconds)
+        return page
     session_of(request).flash("Test submitted. It starts once an approver has approved it.")
     return redirect(f"/tests/view/{run_id}")
 

@@ -1,0 +1,24 @@
+"""A submission from the web: validation in the threadpool, git in its own executor.
+
+The one path the form and the runs API share. The git work (listing refs,
+fetching, reading the commits, storing the run) runs in the git executor
+(`domain/repos/work.py`) and the handler awaits its future on the event loop,
+holding no threadpool thread, so submissions stuck on a slow host cannot take
+the threads that pages, logins and workers need. Admission is decided on the
+event loop without waiting (GitBusy, TooManyGitReads: 503/429 + Retry-After).
+"""
+
+import asyncio
+from collections.abc import Mapping
+
+from starlette.concurrency import run_in_threadpool
+
+from arbiter.domain.accounts import User
+from arbiter.web.state import AppState
+
+
+async def submit_run(state: AppState, user: User, raw: Mapping[str, object]) -> str:
+    """The new run's id; the lifecycle's refusals as they are (each logged once)."""
+    lifecycle = state.runs.lifecycle
+    args = await run_in_threadpool(lifecycle.prepare, user, raw)
+    return await asyncio.wrap_future(lifecycle.submit_later(user, args))
