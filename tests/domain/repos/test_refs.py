@@ -21,6 +21,7 @@ def resolve_refs(
     found = resolve_on_target(target, refs, fields or {}, timeout=timeout)
     return {ref: item.sha for ref, item in found.items()}
 
+
 IDENTITY = [
     "-c",
     "user.name=Test",
