@@ -123,7 +123,7 @@ class RepoPolicy:
         # git:// cannot be pinned to the checked addresses: only for named hosts.
         if (scheme == "git" and not named) or (scheme == "http" and not self._may_http(named)):
             raise RepoRefused(f"{scheme}:// is not allowed: use https")
-        addresses = (resolve or system_resolver)(host, port)
+        addresses = [host] if _is_address(host) else (resolve or system_resolver)(host, port)
         if not addresses:
             raise RepoRefused(f"the host {host} has no address")
         checked = tuple(dict.fromkeys(addresses))
