@@ -1,7 +1,9 @@
 """Real git repositories for the repos tests: an official Stockfish-shaped
 repository, a fork of it with patches, and small helpers."""
 
+import socket
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,3 +83,34 @@ def make_stockfishes(root: Path, master_commits: int = 1) -> Stockfishes:
     return Stockfishes(
         official.as_uri(), fork.as_uri(), first, master, patch, old_patch, side, orphan
     )
+
+
+class Tarpit:
+    """A loopback listener that accepts every connection and never answers: the
+    host that holds a git process until its timeout. Only 127.0.0.1."""
+
+    def __init__(self) -> None:
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(1024)
+        self.port: int = self.socket.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/engine.git"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return  # closed
+            self.held.append(connection)  # kept open, never read, never answered
+
+    def close(self) -> None:
+        self.socket.close()
+        for connection in self.held:
+            connection.close()

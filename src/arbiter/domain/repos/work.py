@@ -45,12 +45,21 @@ class GitWork:
                 raise GitBusy(self.retry_after)
             self._in_flight += 1
             self._by_account[key] += 1
+
+        def run() -> T:
+            # The place is given back before the caller sees the result, so a
+            # caller that submits again at once finds it free.
+            try:
+                return work()
+            finally:
+                self._release(key)
+
         try:
-            future = self._executor.submit(work)
+            future = self._executor.submit(run)
         except BaseException:
             self._release(key)
             raise
-        future.add_done_callback(lambda _: self._release(key))
+        future.add_done_callback(lambda done: self._release(key) if done.cancelled() else None)
         return future
 
     def call(self, account: str, work: Callable[[], T]) -> T:
