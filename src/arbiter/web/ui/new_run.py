@@ -53,6 +53,9 @@ async def submit_run(request: Request) -> Response:
         page.headers["retry-after"] = str(busy.wait_seconds)
         return page
     session_of(request).flash("Test submitted. It starts once an approver has approved it.")
+    code = await run_in_threadpool(app_state(request).runs.queries.code, run_id)
+    for warning in code.warnings if code is not None else []:
+        session_of(request).flash(f"Warning: {warning}")
     return redirect(f"/tests/view/{run_id}")
 
 

@@ -18,7 +18,7 @@ from arbiter.web.api import app_state
 from arbiter.web.params import page_number
 from arbiter.web.state import AppState
 from arbiter.web.templating import render
-from arbiter.web.ui import run_charts, run_format, run_view
+from arbiter.web.ui import run_charts, run_code, run_format, run_view
 from arbiter.web.ui.forms import current_user
 
 LIVE_DONE = 286  # "final state, stop polling" (the reference's htmx convention)
@@ -52,6 +52,7 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     except NotFound:
         raise HTTPException(404, f"There is no run {run_id}.") from None
     context["actions"] = run_view.actions_for(user, context["detail"])
+    context["code"] = run_code.code_section(context.pop("code_view"), context["run"], user)
     context.setdefault("modify_values", run_view.modify_values(context["detail"]))
     kept = {k: v for k, v in request.query_params.items() if k in ("page", "sort", "order")}
     context = {"modify_errors": {}, "query": urlencode(kept), **context, **extra}
@@ -82,6 +83,7 @@ def _run_context(
         "chi2": chi2,
         "tasks": tasks,
         "live_version": _version(detail.run.last_updated),
+        "code_view": state.runs.queries.code(run_id),
     }
 
 
