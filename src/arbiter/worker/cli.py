@@ -26,6 +26,7 @@ from arbiter.worker.config import (
 from arbiter.worker.control import Control
 from arbiter.worker.engines import EngineCache
 from arbiter.worker.errors import ConfigError, CredentialsError, WorkerError
+from arbiter.worker.gitsource import policy_from_env
 from arbiter.worker.heartbeat import Heartbeat
 from arbiter.worker.host import find_compiler, this_machine, worker_arch
 from arbiter.worker.identity import make_worker_info, new_unique_key
@@ -111,10 +112,11 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
             "worker %s: %d cores, %d MiB, compiler %s; server %s",
             unique_key, config.concurrency, config.max_memory, compiled, config.server,
         )  # fmt: skip
+        policy = policy_from_env(os.environ)  # ARBITER_WORKER_GIT_ALLOW, ..._SSH
         context = TaskContext(
             client=client,
             config=config,
-            engines=EngineCache(data_dir / "engines", compiler, config.concurrency),
+            engines=EngineCache(data_dir / "engines", compiler, config.concurrency, policy=policy),
             control=Control(),
             status=status,
             books_dir=data_dir / "books",
