@@ -5,7 +5,7 @@ by itself, so a domain operation and its audit action commit together or not
 at all.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -14,6 +14,7 @@ from arbiter.storage.records import (
     ActionRecord,
     BookRecord,
     NetRecord,
+    NetSearch,
     PgnInfo,
     RunRecord,
     SessionRecord,
@@ -260,6 +261,12 @@ class NetStore(Protocol):
 
     def add_downloads(self, name: str, count: int) -> None:
         """Adds `count` to the net's downloads (none when no such net)."""
+        ...
+
+    def search(
+        self, found: NetSearch, *, offset: int, limit: int
+    ) -> tuple[Sequence[NetRecord], int]:
+        """A page of the nets `found` selects, newest first, and how many it selects."""
         ...
 
     def mark_tested(self, name: str, test: Mapping[str, Any], *, master: bool) -> None:
