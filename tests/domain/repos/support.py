@@ -1,11 +1,14 @@
 """Real git repositories for the repos tests: an official Stockfish-shaped
 repository, a fork of it with patches, and small helpers."""
 
+import http.server
+import os
 import socket
 import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 IDENTITY = ["-c", "user.name=Test", "-c", "user.email=test@example.org"]
 IDENTITY += ["-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"]
@@ -114,3 +117,82 @@ class Tarpit:
         self.socket.close()
         for connection in self.held:
             connection.close()
+
+
+class GitHttpServer:
+    """`git http-backend` behind a tiny HTTP server on 127.0.0.1 (smart HTTP, as
+    forges serve it), serving the repositories under `root`. `redirect_to`, when
+    set, answers every request with a 301 there instead."""
+
+    def __init__(self, root: Path, redirect_to: str = "") -> None:
+        handler = _backend_handler(root, redirect_to)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.port: int = self.server.server_address[1]
+        self.requests = handler.requests
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def url(self, name: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}/{name}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _backend_handler(root: Path, redirect_to: str) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        requests: ClassVar[list[str]] = []
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self._serve()
+
+        def do_POST(self) -> None:
+            self._serve()
+
+        def _serve(self) -> None:
+            type(self).requests.append(self.path)
+            if redirect_to:
+                self.send_response(301)
+                self.send_header("Location", redirect_to + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            path, _, query = self.path.partition("?")
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "GIT_PROJECT_ROOT": str(root),
+                "GIT_HTTP_EXPORT_ALL": "1",
+                "REQUEST_METHOD": self.command,
+                "PATH_INFO": path,
+                "QUERY_STRING": query,
+                "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                "CONTENT_LENGTH": str(len(body)),
+                "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+                "REMOTE_ADDR": "127.0.0.1",
+            }
+            done = subprocess.run(
+                ["git", "http-backend"], input=body, env=env, capture_output=True, check=False
+            )
+            head, _, payload = done.stdout.partition(b"\r\n\r\n")
+            status = 200
+            headers = []
+            for line in head.decode("latin-1").split("\r\n"):
+                name, _, value = line.partition(":")
+                if name.lower() == "status":
+                    status = int(value.split()[0])
+                elif name:
+                    headers.append((name, value.strip()))
+            self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    return Handler
