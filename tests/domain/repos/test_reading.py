@@ -182,3 +182,22 @@ def test_concurrent_reads_of_one_repository_fetch_it_once(tmp_path: Path, sf: St
     assert results == [sf.patch, sf.patch]
     assert CountingReader.fetches == 1  # the second found the first one's commits
     assert len(list((tmp_path / "cache").glob("*.git"))) == 1
+
+
+def test_a_branch_that_moved_is_fetched_again(tmp_path: Path) -> None:
+    sf = make_stockfishes(tmp_path / "moving")
+    cache = RepoCache(tmp_path / "cache", max_bytes=1 << 30)
+    counting = MovingCounter(LOCAL, cache)
+    assert counting.read(sf.fork, "master", "patch").resolved_new == sf.patch
+    assert counting.read(sf.fork, "master", "patch").resolved_new == sf.patch
+    assert MovingCounter.fetches == 1  # nothing moved: listed, not fetched
+    fork = Path(sf.fork.removeprefix("file://"))
+    git(fork, "checkout", "-q", "patch")
+    moved = commit(fork, "Follow-up\n\nBench: 1250", {"src/extra.txt": "y\n"})
+    facts = counting.read(sf.fork, "master", "patch")
+    assert (facts.resolved_new, facts.new_bench) == (moved, "1250")
+    assert MovingCounter.fetches == 2
+
+
+class MovingCounter(CountingReader):
+    fetches = 0

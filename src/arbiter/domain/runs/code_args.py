@@ -10,6 +10,7 @@ first and last test and whether master uses it, in the run's transaction.
 """
 
 import logging
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +39,11 @@ class CodeSource:
 
 def local_code_source(cache_dir: Path | None = None) -> CodeSource:
     """For tools and tests on local repositories: file:// and loopback allowed,
-    a small cache in `cache_dir` (a new temporary directory by default)."""
+    a small cache in `cache_dir` (by default one per process in the temporary
+    directory)."""
     policy = RepoPolicy(parse_allow("file, 127.0.0.0/8, ::1/128, localhost"))
-    root = cache_dir or Path(tempfile.mkdtemp(prefix="arbiter-git-cache-"))
+    # One cache per process, made only when a repository is first read.
+    root = cache_dir or Path(tempfile.gettempdir()) / f"arbiter-git-cache-{os.getpid()}"
     cache = RepoCache(root, max_bytes=512 * 1024 * 1024)
     return CodeSource(CodeReader(policy, cache), GitWork(threads=8, per_account=8, retry_after=5))
 
