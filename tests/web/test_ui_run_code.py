@@ -117,3 +117,15 @@ def test_warnings_are_for_approvers_and_the_owner_only(client: TestClient, sf: S
     page = client.get(location).text
     assert "The base commit is not an ancestor" not in page
     assert "Diff:" in page  # the diff is for everyone
+
+
+def test_the_api_gives_the_warnings_with_the_run(client: TestClient, sf: Stockfishes) -> None:
+    hold_nets(client, BIG_1, BIG_2, SMALL)
+    token = state(client).accounts.create_token("alice")
+    body = {"tests_repo": sf.fork, "base_tag": "orphan", "new_tag": "patch"}
+    reply = client.post("/api/runs", json=body, headers={"authorization": f"Bearer {token}"})
+    assert reply.status_code == 200, reply.text
+    assert "The base commit is not an ancestor of the new commit." in reply.json()["warnings"]
+    clean = {**body, "base_tag": "master"}
+    reply = client.post("/api/runs", json=clean, headers={"authorization": f"Bearer {token}"})
+    assert set(reply.json()) == {"run_id", "duration"}  # no warnings, no key

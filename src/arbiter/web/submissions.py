@@ -10,6 +10,7 @@ event loop without waiting (GitBusy, TooManyGitReads: 503/429 + Retry-After).
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
@@ -17,8 +18,17 @@ from arbiter.domain.accounts import User
 from arbiter.web.state import AppState
 
 
-async def submit_run(state: AppState, user: User, raw: Mapping[str, object]) -> str:
-    """The new run's id; the lifecycle's refusals as they are (each logged once)."""
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    run_id: str
+    warnings: list[str]  # the ancestry warnings, shown to the submitter at once
+
+
+async def submit_run(state: AppState, user: User, raw: Mapping[str, object]) -> Submitted:
+    """The new run and its warnings; the lifecycle's refusals as they are (each
+    logged once)."""
     lifecycle = state.runs.lifecycle
     args = await run_in_threadpool(lifecycle.prepare, user, raw)
-    return await asyncio.wrap_future(lifecycle.submit_later(user, args))
+    run_id = await asyncio.wrap_future(lifecycle.submit_later(user, args))
+    code = await run_in_threadpool(state.runs.queries.code, run_id)
+    return Submitted(run_id, list(code.warnings) if code is not None else [])

@@ -44,7 +44,7 @@ async def submit_run(request: Request) -> Response:
     values = submission.posted_values(form)
     try:
         raw = submission.submission(values)
-        run_id = await submitting.submit_run(app_state(request), user, raw)
+        submitted = await submitting.submit_run(app_state(request), user, raw)
     except ValidationError as error:
         errors = {submission.error_field(error.field): str(error)}
         return await _page(request, values, errors, status=400)
@@ -53,10 +53,9 @@ async def submit_run(request: Request) -> Response:
         page.headers["retry-after"] = str(busy.wait_seconds)
         return page
     session_of(request).flash("Test submitted. It starts once an approver has approved it.")
-    code = await run_in_threadpool(app_state(request).runs.queries.code, run_id)
-    for warning in code.warnings if code is not None else []:
+    for warning in submitted.warnings:
         session_of(request).flash(f"Warning: {warning}")
-    return redirect(f"/tests/view/{run_id}")
+    return redirect(f"/tests/view/{submitted.run_id}")
 
 
 async def _values_of(request: Request, run_id: str) -> dict[str, Any]:
