@@ -50,12 +50,12 @@ def tarpit() -> Iterator[Tarpit]:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+def server(tmp_path: Path, database_url: str) -> Iterator[Server]:
     data = tmp_path / "data"
-    data.mkdir()
+    data.mkdir(exist_ok=True)
     for name in ACCOUNTS:
-        create_user(data, name)
-    running = start_server(data, extra_env=SERVER_ENV)
+        create_user(data, name, database_url)
+    running = start_server(data, database_url, extra_env=SERVER_ENV)
     yield running
     stop(running)
 
@@ -104,10 +104,10 @@ async def submit_all(server: Server, tokens: dict[str, str], url: str) -> list[h
 
 
 def test_submissions_on_a_tarpit_leave_the_server_answering(
-    server: Server, tarpit: Tarpit, tmp_path: Path
+    server: Server, tarpit: Tarpit, tmp_path: Path, database_url: str
 ) -> None:
     data = tmp_path / "data"
-    tokens = {name: create_token(data, name) for name in ACCOUNTS}
+    tokens = {name: create_token(data, name, database_url) for name in ACCOUNTS}
     baseline = latencies(server, 5)
 
     replies: list[httpx.Response] = []

@@ -3,7 +3,9 @@ on both storage backends, with a real Stockfish-shaped official repository and
 a fork (file:// URLs, let through by ARBITER_GIT_ALLOW=file)."""
 
 import logging
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -129,3 +131,23 @@ def test_the_api_gives_the_warnings_with_the_run(client: TestClient, sf: Stockfi
     clean = {**body, "base_tag": "master"}
     reply = client.post("/api/runs", json=clean, headers={"authorization": f"Bearer {token}"})
     assert set(reply.json()) == {"run_id", "duration"}  # no warnings, no key
+
+
+def test_two_concurrent_submissions_of_one_repository(client: TestClient, sf: Stockfishes) -> None:
+    hold_nets(client, BIG_1, BIG_2, SMALL)
+    runs = state(client).runs
+    alice = state(client).accounts.get_user("alice")
+    assert alice is not None
+    body = {"tests_repo": sf.fork, "base_tag": "master", "new_tag": "patch"}
+    start = threading.Barrier(2)
+
+    def submit() -> str:
+        start.wait()
+        return runs.lifecycle.submit(alice, body)
+
+    with ThreadPoolExecutor(2) as pool:
+        ids = list(pool.map(lambda _: submit(), range(2)))
+    assert len(set(ids)) == 2
+    for run_id in ids:
+        assert runs.queries.run(run_id).args["resolved_new"] == sf.patch
+    assert len(runs.code.reader.cache.mirrors()) == 1  # one mirror, shared
