@@ -43,8 +43,16 @@ STOCKFISH = EngineLayout(
 )
 
 
-def parse_layout(text: str) -> EngineLayout:
-    """The layout an `arbiter-engine.toml` declares; ValidationError saying what is wrong."""
+def parse_layout(text: str, side: str = "new") -> EngineLayout:
+    """The layout an `arbiter-engine.toml` declares; ValidationError (on the side's
+    tag field) saying what is wrong."""
+    try:
+        return _parse(text)
+    except _LayoutError as bad:
+        raise ValidationError(f"{side}_tag", f"{LAYOUT_FILE} of the {side} commit: {bad}") from None
+
+
+def _parse(text: str) -> EngineLayout:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -103,5 +111,9 @@ def _string(table: dict[str, object], key: str, label: str) -> str:
     return value
 
 
-def _bad(message: str) -> ValidationError:
-    return ValidationError("new_tag", f"{LAYOUT_FILE} of the new commit: {message}")
+class _LayoutError(ValueError):
+    """What is wrong with the file, before it is told which side it came from."""
+
+
+def _bad(message: str) -> _LayoutError:
+    return _LayoutError(message)

@@ -238,10 +238,10 @@ class CodeReader:
     def _message(self, mirror: Mirror, sha: str) -> str:
         return self._local(mirror, ["log", "-1", "--format=%B", sha]).strip()
 
-    def _layout(self, mirror: Mirror, sha: str) -> EngineLayout:
+    def _layout(self, mirror: Mirror, sha: str, side: str) -> EngineLayout:
         declared = self._file(mirror, sha, LAYOUT_FILE, MAX_LAYOUT_BYTES)
         if declared is not None:
-            return parse_layout(declared)
+            return parse_layout(declared, side)
         if self._exists(mirror, sha, STOCKFISH.nets_file):
             return STOCKFISH
         return EngineLayout()  # an engine we know nothing of: no nets, the usual bench line
@@ -279,7 +279,10 @@ class CodeReader:
         master: str | None,
     ) -> CodeFacts:
         base, new = refs[0].sha, refs[1].sha
-        base_layout, new_layout = self._layout(mirror, base), self._layout(mirror, new)
+        base_layout, new_layout = (
+            self._layout(mirror, base, "base"),
+            self._layout(mirror, new, "new"),
+        )
         msg_base, msg_new = self._message(mirror, base), self._message(mirror, new)
         base_is_master = master is not None and base == master
         diff = run_git(
