@@ -45,8 +45,11 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     state = app_state(request)
     try:
         context = await run_in_threadpool(
-            lambda: _run_context(
-                state, run_id, with_pgns=user is not None, page=page, sort=sort, desc=descending
+            lambda: (
+                _run_context(
+                    state, run_id, with_pgns=user is not None, page=page, sort=sort, desc=descending
+                )
+                | _code_context(state, run_id, live=bool(request.query_params.get("live")))
             )
         )
     except NotFound:
@@ -83,8 +86,12 @@ def _run_context(
         "chi2": chi2,
         "tasks": tasks,
         "live_version": _version(detail.run.last_updated),
-        "code_view": state.runs.queries.code(run_id),
     }
+
+
+def _code_context(state: AppState, run_id: str, *, live: bool) -> dict[str, Any]:
+    # The live region never shows the code: its refresh does not read the diff.
+    return {"code_view": None if live else state.runs.queries.code(run_id)}
 
 
 def _stored_pgns(state: AppState, run_id: str) -> set[int]:
