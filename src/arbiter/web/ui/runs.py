@@ -43,13 +43,14 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     user = current_user(request)
     page, sort, descending = run_view.page_query(request.query_params)
     state = app_state(request)
+    live = bool(request.query_params.get("live"))
     try:
         context = await run_in_threadpool(
             lambda: (
                 _run_context(
                     state, run_id, with_pgns=user is not None, page=page, sort=sort, desc=descending
                 )
-                | _code_context(state, run_id, live=bool(request.query_params.get("live")))
+                | _code_context(state, run_id, live=live)
             )
         )
     except NotFound:
@@ -60,7 +61,7 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     kept = {k: v for k, v in request.query_params.items() if k in ("page", "sort", "order")}
     context = {"modify_errors": {}, "query": urlencode(kept), **context, **extra}
     run = context["run"]
-    if request.query_params.get("live"):
+    if live:
         version = _version(run.last_updated)
         if request.query_params.get("version") == version and not run.finished:
             return Response(status_code=204, headers={"cache-control": "no-store"})
