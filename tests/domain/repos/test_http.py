@@ -2,13 +2,14 @@
 the allow list): git is pinned to the checked address, and a redirect is not
 followed, so it cannot lead git past the policy."""
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from arbiter.domain.repos.cache import RepoCache
-from arbiter.domain.repos.reading import CodeReader, CodeUnreadable
+from arbiter.domain.repos.reading import CodeReader, CodeUnreadable, GitLimits
 from arbiter.protocol.repo_policy import RepoPolicy, parse_allow
 from tests.domain.repos.support import GitHttpServer, Stockfishes, Tarpit, make_stockfishes
 
@@ -60,4 +61,26 @@ def test_redirects_are_not_followed(tmp_path: Path, sf: Stockfishes) -> None:
         assert "301" in refused.value.reason  # the redirect is an error, for the log
     finally:
         redirector.close()
+        tarpit.close()
+
+
+def test_a_closed_port_and_a_silent_one_read_alike(tmp_path: Path) -> None:
+    tarpit = Tarpit()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    closed_port = closed.getsockname()[1]
+    try:
+        cache = RepoCache(tmp_path / "cache", max_bytes=1 << 20)
+        policy = RepoPolicy(parse_allow("127.0.0.0/8"))
+        read = CodeReader(policy, cache, limits=GitLimits(remote_seconds=1.0))
+        messages = []
+        for port in (closed_port, tarpit.port):
+            with pytest.raises(CodeUnreadable) as failed:
+                read.read(f"http://127.0.0.1:{port}/e.git", "master", "patch")
+            messages.append(str(failed.value).replace(str(port), "PORT"))
+        assert messages[0] == messages[1]
+        assert "refused" not in messages[0]
+        assert "timed out" not in messages[0]
+    finally:
+        closed.close()
         tarpit.close()
