@@ -29,12 +29,17 @@ def test_a_silent_host_is_cut_at_the_timeout_with_its_helpers() -> None:
         target = RepoPolicy(parse_allow("127.0.0.0/8")).check(tarpit.url)
         started = time.monotonic()
         with pytest.raises(GitFailed) as failed:
-            run_git(["ls-remote", "--", tarpit.url], timeout=1.5, target=target)
+            run_git(["ls-remote", "--", tarpit.url], timeout=5, target=target)
         elapsed = time.monotonic() - started
         assert failed.value.timed_out
-        assert 1.4 < elapsed < 5
+        assert 5 <= elapsed < 15
         assert tarpit.held  # git did connect, and was never answered
-        assert processes_mentioning(f"127.0.0.1:{tarpit.port}") == []  # remote-http gone too
+        # SIGKILL went to the whole group: git-remote-http is gone too (its exit
+        # may take a moment to show on a loaded machine).
+        deadline = time.monotonic() + 5
+        while processes_mentioning(f"127.0.0.1:{tarpit.port}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_mentioning(f"127.0.0.1:{tarpit.port}") == []
     finally:
         tarpit.close()
 
