@@ -60,6 +60,7 @@ def api_settings(tmp_path: Path, database_url: str, **changes: Any) -> Settings:
         argon2_time_cost=1,
         argon2_memory_kib=8,
         jobs=False,
+        git_allow="file",  # test repositories are file:// URLs
         **changes,
     )
 

@@ -20,6 +20,7 @@ def settings(tmp_path: Path, sqlite_database_url: str) -> Settings:
         # cheap hashing keeps the suite fast; production uses OWASP's minimum
         argon2_time_cost=1,
         argon2_memory_kib=8,
+        git_allow="file",  # test repositories are file:// URLs
     )
 
 

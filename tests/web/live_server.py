@@ -12,6 +12,8 @@ import httpx2 as httpx
 
 PASSWORD = "correct horse battery staple 1729"
 CHEAP_HASHING = {"ARBITER_ARGON2_TIME_COST": "1", "ARBITER_ARGON2_MEMORY_KIB": "8"}
+# Test repositories are local (file://, loopback): the URL policy lets them through.
+LOCAL_GIT = {"ARBITER_GIT_ALLOW": "file, 127.0.0.0/8"}
 
 
 def free_port() -> int:
@@ -41,7 +43,7 @@ def start_server(
 ) -> Server:
     """`cpus` pins the process (taskset list, e.g. "0"); `port` reuses a port (restarts)."""
     port = port or free_port()
-    env = {**os.environ, **CHEAP_HASHING, **(extra_env or {})}
+    env = {**os.environ, **CHEAP_HASHING, **LOCAL_GIT, **(extra_env or {})}
     pin = ["taskset", "-c", cpus] if cpus else []
     args = [
         *pin,

@@ -81,3 +81,16 @@ def test_argon2_runs_on_half_the_cpus_by_default() -> None:
 def test_postgres_urls_select_psycopg() -> None:
     parsed = Settings.from_env({"ARBITER_DATABASE_URL": "postgresql://u@h/db"})
     assert parsed.resolved_database_url == "postgresql+psycopg://u@h/db"
+
+
+def test_git_settings_are_read_and_checked() -> None:
+    parsed = Settings.from_env(
+        {"ARBITER_GIT_ALLOW": "git.corp, 10.0.0.0/8, file", "ARBITER_GIT_THREADS": "4"}
+    )
+    assert (parsed.git_allow, parsed.git_threads) == ("git.corp, 10.0.0.0/8, file", 4)
+    assert Settings().git_allow == ""  # public https only, by default
+    assert Settings().git_official_repo == ""
+    with pytest.raises(SettingsError, match="ARBITER_GIT_ALLOW"):
+        Settings.from_env({"ARBITER_GIT_ALLOW": "10.0.0.0/40"})
+    with pytest.raises(SettingsError, match="ARBITER_GIT_PER_ACCOUNT"):
+        Settings.from_env({"ARBITER_GIT_PER_ACCOUNT": "0"})

@@ -76,6 +76,7 @@ def world(
         argon2_time_cost=1,
         argon2_memory_kib=8,
         jobs=False,
+        git_allow="file",
     )
     with TestClient(create_app(app_settings), follow_redirects=False) as client:
         accounts = client.app.state.arbiter.accounts  # type: ignore[attr-defined]

@@ -401,7 +401,7 @@ def test_modify_logs_the_difference(api: TestClient, repo_url: str) -> None:
     logged = actions(api)[0]
     assert logged["action"] == "modify_run"
     assert logged["message"] == (
-        "num_games: 4000 -> 2000, throughput: 100.0 -> 50.0, info: '' -> 'shorter'"
+        "num_games: 4000 -> 2000, throughput: 100.0 -> 50.0, info: 'patch' -> 'shorter'"
     )
 
 

@@ -1,5 +1,8 @@
 """The new test form: presets, stop rules, errors beside their field, reschedule."""
 
+import logging
+import threading
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -184,3 +187,26 @@ def test_values_from_an_spsa_run_give_the_a_ratio_back() -> None:
         "0.1",
         "custom",
     )
+
+
+def test_a_full_git_executor_shows_the_form_again_with_retry_after(
+    alice_client: TestClient, repo_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    work = state(alice_client).runs.code.work
+    release = threading.Event()
+    held = [work.submit("alice", lambda: release.wait(30)) for _ in range(work.per_account)]
+    try:
+        with caplog.at_level(logging.INFO, logger="arbiter.submissions"):
+            reply = alice_client.post("/tests/run", data=new_run_form(alice_client, repo_url))
+        assert reply.status_code == 429
+        assert int(reply.headers["retry-after"]) == work.retry_after
+        assert "too many submissions reading repositories at once" in reply.text
+        assert 'id="form-error"' in reply.text  # the form again, the values kept
+        assert state(alice_client).runs.queries.active_runs() == {}
+        logged = [r.getMessage() for r in caplog.records if "submission refused" in r.getMessage()]
+        assert len(logged) == 1
+        assert logged[0].startswith("submission refused: user=alice host=")
+    finally:
+        release.set()
+        for future in held:
+            future.result(10)

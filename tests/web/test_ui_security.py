@@ -52,6 +52,7 @@ def shared_client(
         secret_key="test-secret",
         argon2_time_cost=1,
         argon2_memory_kib=8,
+        git_allow="file",  # the test repository is a file:// URL
     )
     with TestClient(create_app(settings), base_url="http://testserver") as test_client:
         yield test_client

@@ -108,7 +108,10 @@ class Arena:
             *extra,
         ]  # fmt: skip
         with output.open("w") as sink:
-            process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, text=True)
+            env = {**os.environ, "ARBITER_WORKER_GIT_ALLOW": "file"}  # the sample repository
+            process = subprocess.Popen(
+                command, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env
+            )
         started = Worker(process, data_dir, output)
         self.workers.append(started)
         return started
@@ -125,7 +128,7 @@ def arena(accounts: Accounts, directory: Path, *, lease: float | None = None) ->
     else:
         command = [sys.executable, "-c", PATCHED_SERVE, str(lease), "1.0", *serve]
     log = directory / "server.log"
-    env = {**os.environ, **CHEAP_HASHING}
+    env = {**os.environ, **CHEAP_HASHING, "ARBITER_GIT_ALLOW": "file"}
     with log.open("w") as sink:
         process = subprocess.Popen(
             command, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from arbiter.protocol.repo_policy import RepoPolicy, parse_allow
+
 STOCKFISH = shutil.which("stockfish") or "/usr/games/stockfish"
 
 # A UCI engine in Python: legal moves from python-chess, chosen by a seeded
@@ -74,3 +76,7 @@ def fake_engine(
 def needs_stockfish() -> None:
     if not Path(STOCKFISH).exists():
         pytest.fail(f"Stockfish is required at {STOCKFISH}: run scripts/install-system-deps")
+
+
+# The worker's repository policy for test repositories (file:// URLs).
+LOCAL_REPOS = RepoPolicy(parse_allow("file"))

@@ -16,13 +16,14 @@ from arbiter.worker.loop import Backoff, Outcome, directory_lock, iteration, run
 from arbiter.worker.status import StatusLine
 from arbiter.worker.task import TaskContext
 from tests.worker.fakes import FakeServer, task_reply, worker_config
+from tests.worker.support import LOCAL_REPOS
 
 
 def context(tmp_path: Path, server: FakeServer) -> TaskContext:
     return TaskContext(
         client=server.client(),
         config=worker_config(tmp_path),
-        engines=EngineCache(tmp_path / "engines", None, 1),
+        engines=EngineCache(tmp_path / "engines", None, 1, policy=LOCAL_REPOS),
         control=Control(),
         status=StatusLine(io.StringIO(), interactive=False),
         books_dir=tmp_path / "books",

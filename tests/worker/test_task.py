@@ -49,6 +49,7 @@ from arbiter.worker.task import (
     task_pgn,
 )
 from tests.worker.fakes import FakeServer, task_reply, worker_config
+from tests.worker.support import LOCAL_REPOS
 
 BOOK = [Opening(chess.STARTING_FEN, ("e2e4",)), Opening(chess.STARTING_FEN, ("d2d4",))]
 
@@ -111,7 +112,7 @@ def context(tmp_path: Path, server: FakeServer) -> TaskContext:
     return TaskContext(
         client=server.client(),
         config=worker_config(tmp_path),
-        engines=EngineCache(tmp_path / "engines", None, 1),
+        engines=EngineCache(tmp_path / "engines", None, 1, policy=LOCAL_REPOS),
         control=Control(),
         status=StatusLine(io.StringIO(), interactive=False),
         books_dir=tmp_path / "books",

@@ -86,3 +86,20 @@ class PasswordChecksBusy(RetryLater):
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(1.0, message)
+
+
+class GitBusy(RetryLater):
+    """Every git slot of the server is taken (the server's state, not the caller's)."""
+
+    default_message = "The server is reading too many repositories at once; retry shortly."
+
+
+class TooManyGitReads(RetryLater):
+    """This account already has its share of git operations in flight."""
+
+    default_message = "You have too many submissions reading repositories at once."
+
+    def __init__(self, retry_after: float, message: str | None = None) -> None:
+        super().__init__(retry_after)
+        told = message or self.default_message
+        self.args = (f"{told} Try again in {self.wait_seconds} s.",)

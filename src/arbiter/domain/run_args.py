@@ -3,7 +3,7 @@
 Pure: no storage, no network. `parse_run_args` takes the submitted values (a
 form's strings or a script's JSON values) and raises `ValidationError` for the
 first bad field, in the order of the submission form, with a message the test
-author can act on. Resolving the tags to SHAs is `arbiter.domain.git`'s job.
+author can act on. Resolving the tags to SHAs is `arbiter.domain.repos`'s job.
 
 Field names are the reference's; nested stop-rule fields are named
 `sprt.<name>` / `spsa.<name>` in errors. Keys that are not run arguments are

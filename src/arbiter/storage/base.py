@@ -5,6 +5,7 @@ by itself, so a domain operation and its audit action commit together or not
 at all.
 """
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,6 +14,7 @@ from arbiter.storage.records import (
     ActionRecord,
     BookRecord,
     NetRecord,
+    NetSearch,
     PgnInfo,
     RunRecord,
     SessionRecord,
@@ -265,6 +267,17 @@ class NetStore(Protocol):
 
     def add_downloads(self, name: str, count: int) -> None:
         """Adds `count` to the net's downloads (none when no such net)."""
+        ...
+
+    def search(
+        self, found: NetSearch, *, offset: int, limit: int
+    ) -> tuple[Sequence[NetRecord], int]:
+        """A page of the nets `found` selects, newest first, and how many it selects."""
+        ...
+
+    def mark_tested(self, name: str, test: Mapping[str, Any], *, master: bool) -> None:
+        """`test` becomes the net's last test (and its first, if it had none);
+        `master` marks it used by master (never unmarks). None when no such net."""
         ...
 
 

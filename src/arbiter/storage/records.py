@@ -156,6 +156,15 @@ class NetRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class NetSearch:
+    """Which nets a list shows: names containing a text, one uploader, master's only."""
+
+    name_contains: str = ""
+    username: str = ""
+    master_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class BookRecord:
     name: str
     username: str

@@ -4,12 +4,13 @@ PGNs live in the database (one gzip member per task, small); nets and books
 are files under the data dir and only their metadata is here.
 """
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, select, update
+from sqlalchemy import Connection, Row, and_, delete, func, select, true, update
 
-from arbiter.storage.records import BookRecord, NetRecord, PgnInfo
+from arbiter.storage.records import BookRecord, NetRecord, NetSearch, PgnInfo
 from arbiter.storage.schema import books, nets, pgns
 from arbiter.storage.sql_common import unique, upsert
 
@@ -57,11 +58,45 @@ class SqlNetStore:
         query = select(nets).order_by(nets.c.uploaded_at.desc(), nets.c.name).limit(limit)
         return [_net(row) for row in self._connection.execute(query)]
 
+    def search(
+        self, found: NetSearch, *, offset: int, limit: int
+    ) -> tuple[Sequence[NetRecord], int]:
+        conditions = []
+        if found.name_contains:
+            conditions.append(nets.c.name.contains(found.name_contains, autoescape=True))
+        if found.username:
+            conditions.append(func.lower(nets.c.username) == found.username.lower())
+        if found.master_only:
+            conditions.append(nets.c.is_master.is_(True))
+        where = and_(true(), *conditions)
+        total = self._connection.execute(select(func.count()).select_from(nets).where(where))
+        query = (
+            select(nets)
+            .where(where)
+            .order_by(nets.c.uploaded_at.desc(), nets.c.name)
+            .offset(offset)
+            .limit(limit)
+        )
+        return [_net(row) for row in self._connection.execute(query)], int(total.scalar_one())
+
     def add_downloads(self, name: str, count: int) -> None:
         # An increment in SQL, so processes sharing the database never lose one another's.
         added = nets.c.downloads + count
         statement = update(nets).where(nets.c.name == name).values(downloads=added)
         self._connection.execute(statement)
+
+    def mark_tested(self, name: str, test: Mapping[str, Any], *, master: bool) -> None:
+        # JSON columns keep a Python None as JSON null, which SQL's IS NULL does
+        # not match: the first test is decided on the row as read.
+        net = self.get(name)
+        if net is None:
+            return
+        values: dict[str, Any] = {"last_test": dict(test)}
+        if net.first_test is None:
+            values["first_test"] = dict(test)
+        if master:
+            values["is_master"] = True
+        self._connection.execute(update(nets).where(nets.c.name == name).values(values))
 
 
 class SqlBookStore:

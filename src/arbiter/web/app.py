@@ -133,6 +133,7 @@ def create_app(
         finally:
             holder["state"].shutting_down = True
             await asyncio.sleep(DRAIN_SECONDS)
+            holder["state"].runs.code.work.shutdown()
             if holder["state"].jobs is not None:
                 await run_in_threadpool(holder["state"].jobs.stop, JOBS_STOP_SECONDS)
             await run_in_threadpool(flush_before_close, holder["state"])

@@ -17,16 +17,22 @@ from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.follows import Follows
 from arbiter.domain.password_guard import PasswordGuard, PasswordLimits
+from arbiter.domain.repos.cache import RepoCache
+from arbiter.domain.repos.reading import CodeReader, GitLimits
+from arbiter.domain.repos.work import GitWork
 from arbiter.domain.runs.admission import AdmissionGate, fair_share
 from arbiter.domain.runs.approval import ApprovalPolicy
+from arbiter.domain.runs.code_args import CodeSource
 from arbiter.domain.runs.service import Runs
 from arbiter.domain.webhooks import Webhooks
 from arbiter.jobs import Job, JobScheduler, job_table
 from arbiter.jobs.table import secondary_job_table
+from arbiter.protocol.repo_policy import RepoPolicy, parse_allow
 from arbiter.storage import Storage
 from arbiter.storage.engine import describe_url, make_engine, probe
 from arbiter.storage.lease import PrimaryLease
 from arbiter.storage.migrate import current_revision, head_revision, upgrade
+from arbiter.storage.repo_locks import repo_locks
 from arbiter.web.settings import Settings, SettingsError
 from arbiter.web.state import AppState
 
@@ -157,6 +163,32 @@ def publish_worker_package(settings: Settings) -> worker_package.WorkerPackage:
     return package
 
 
+def code_source(settings: Settings) -> CodeSource:
+    """How submissions read their commits: the URL policy, the mirror cache under
+    the data dir (locked across processes; on PostgreSQL also across machines),
+    the reader's limits and the bounded git executor."""
+    policy = RepoPolicy(parse_allow(settings.git_allow), ssh=settings.git_ssh)
+    timeout = float(settings.git_timeout_seconds)
+    cache = RepoCache(
+        settings.data_dir / "git-cache",
+        max_bytes=settings.git_cache_mib * 1024 * 1024,
+        lock_seconds=timeout * 3,
+        shared_locks=repo_locks(settings.resolved_database_url),
+    )
+    limits = GitLimits(
+        remote_seconds=timeout,
+        max_depth=settings.git_max_depth,
+        diff_max_bytes=settings.git_diff_kib * 1024,
+    )
+    reader = CodeReader(policy, cache, official_repo=settings.git_official_repo, limits=limits)
+    work = GitWork(
+        settings.git_threads,
+        settings.git_per_account,
+        retry_after=settings.git_retry_after_seconds,
+    )
+    return CodeSource(reader, work)
+
+
 def open_state(settings: Settings) -> AppState:
     engine = make_engine(settings.resolved_database_url)
     try:
@@ -167,7 +199,8 @@ def open_state(settings: Settings) -> AppState:
         share = settings.task_semaphore_per_account or fair_share(settings.task_semaphore_size)
         fair_gate = AdmissionGate(gate, per_account=share)
         approval = ApprovalPolicy(allow_self=settings.allow_self_approval)
-        runs = Runs(storage, task_gate=fair_gate, books=books, approval=approval)
+        code = code_source(settings)
+        runs = Runs(storage, task_gate=fair_gate, books=books, approval=approval, code=code)
         if settings.is_primary:
             live = runs.restore()
             log.info("%d unfinished run(s) loaded", live)

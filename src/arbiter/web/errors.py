@@ -18,12 +18,14 @@ from arbiter.domain.errors import (
     AccountPending,
     BadRequest,
     DomainError,
+    GitBusy,
     InvalidCredentials,
     NotFound,
     PasswordChecksBusy,
     PermissionDenied,
     RetryLater,
     TooManyAttempts,
+    TooManyGitReads,
     Unauthorized,
     ValidationError,
 )
@@ -57,6 +59,8 @@ _DOMAIN_STATUS: tuple[tuple[type[DomainError], int], ...] = (
     (ValidationError, 400),
     (TooManyAttempts, 429),
     (PasswordChecksBusy, 503),
+    (TooManyGitReads, 429),
+    (GitBusy, 503),
 )
 
 _REASONS = {

@@ -19,6 +19,7 @@ from arbiter.domain.accounts import User
 from arbiter.domain.modify_rules import Modifiable
 from arbiter.domain.run_args import RunArgs
 from arbiter.storage.base import FinishedRunFilter
+from arbiter.web import submissions
 from arbiter.web.access_log import note_user
 from arbiter.web.api import app_state
 from arbiter.web.errors import ApiError
@@ -66,8 +67,11 @@ async def submit_run(request: Request) -> Response:
     user = await bearer_user(request)
     body = await read_json_object(request)
     _refuse_unknown(body, RUN_ARG_KEYS, "a run argument")
-    run_id = await run_in_threadpool(app_state(request).runs.lifecycle.submit, user, body)
-    return json_reply(request, {"run_id": run_id})
+    submitted = await submissions.submit_run(app_state(request), user, body)
+    reply: dict[str, Any] = {"run_id": submitted.run_id}
+    if submitted.warnings:  # base not an ancestor of new, not on master, ...
+        reply["warnings"] = submitted.warnings
+    return json_reply(request, reply)
 
 
 async def _act(request: Request, act: Callable[[User, str, dict[str, Any]], object]) -> Response:

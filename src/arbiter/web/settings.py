@@ -1,6 +1,7 @@
 """Settings: parsed once, from ARBITER_* environment variables and CLI flags,
 into one frozen object that is passed down. Imports nothing of ours but the
-storage URL helpers, so any module may depend on it without cycles.
+storage URL helpers and the repository policy's parser, so any module may
+depend on it without cycles.
 
 The two concurrency constants of the seeds live here:
 THREADPOOL_TOKENS sizes anyio's default thread limiter (applied at start-up),
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from arbiter.protocol.repo_policy import parse_allow
 from arbiter.storage.engine import normalize_url, sqlite_url
 
 THREADPOOL_TOKENS = 200
@@ -95,6 +97,22 @@ class Settings:
     webhook_allow_private: bool = False
     # How often a primary checks it still holds its lease (web/lease.py).
     lease_check_seconds: int = 5
+    # Reading submitted repositories (domain/repos/, docs/operations.md "Git"):
+    # what the URL policy lets through besides public https, ssh URLs, the git
+    # executor's threads and the share one account may hold, the timeout of one
+    # remote git call, the Retry-After of a refusal, the mirror cache's cap, how
+    # deep histories are fetched, the diff kept per run, the official repository
+    # whose master the ancestry and bench checks use (empty: no such checks).
+    git_allow: str = ""
+    git_ssh: bool = False
+    git_threads: int = 8
+    git_per_account: int = 2
+    git_timeout_seconds: int = 20
+    git_retry_after_seconds: int = 10
+    git_cache_mib: int = 2048
+    git_max_depth: int = 4096
+    git_diff_kib: int = 512
+    git_official_repo: str = ""
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -141,6 +159,7 @@ class Settings:
         if self.max_connections < 0:
             raise SettingsError("ARBITER_MAX_CONNECTIONS must be 0 (automatic) or positive")
         self._validate_password_limits()
+        self._validate_git()
         if self.task_semaphore_size >= self.threadpool_tokens:
             raise SettingsError("ARBITER_TASK_SEMAPHORE_SIZE must be below THREADPOOL_TOKENS")
         if not 0 <= self.task_semaphore_per_account <= self.task_semaphore_size:
@@ -148,6 +167,24 @@ class Settings:
                 "ARBITER_TASK_SEMAPHORE_PER_ACCOUNT must be 0 (half the gate)"
                 " to ARBITER_TASK_SEMAPHORE_SIZE"
             )
+
+    def _validate_git(self) -> None:
+        positive = (
+            "git_threads",
+            "git_per_account",
+            "git_timeout_seconds",
+            "git_retry_after_seconds",
+            "git_cache_mib",
+            "git_max_depth",
+            "git_diff_kib",
+        )
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"ARBITER_{name.upper()} must be positive")
+        try:
+            parse_allow(self.git_allow)
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
 
     def _validate_password_limits(self) -> None:
         positive = (

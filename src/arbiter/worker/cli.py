@@ -29,6 +29,7 @@ from arbiter.worker.config import (
 from arbiter.worker.control import Control
 from arbiter.worker.engines import EngineCache
 from arbiter.worker.errors import ConfigError, CredentialsError, WorkerError
+from arbiter.worker.gitsource import policy_from_env
 from arbiter.worker.heartbeat import Heartbeat
 from arbiter.worker.host import find_compiler, this_machine, worker_arch
 from arbiter.worker.identity import make_worker_info, new_unique_key
@@ -154,11 +155,12 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
             unique_key, config.concurrency, config.max_memory, compiled, config.server,
         )  # fmt: skip
         log.info("this machine on the server: %s/workers/%s", config.server, machine)
+        policy = policy_from_env(os.environ)  # ARBITER_WORKER_GIT_ALLOW, ..._SSH
         control = Control()
         context = TaskContext(
             client=client,
             config=config,
-            engines=EngineCache(data_dir / "engines", compiler, config.concurrency),
+            engines=EngineCache(data_dir / "engines", compiler, config.concurrency, policy=policy),
             control=control,
             status=status,
             books_dir=data_dir / "books",

@@ -27,6 +27,7 @@ import httpx2 as httpx
 
 from arbiter.protocol.books import SHIPPED_BOOK
 from arbiter.worker.arguments import TOKEN_VARIABLE
+from arbiter.worker.gitsource import ALLOW_VARIABLE
 from arbiter.worker.sample_engine import find_stockfish, make_sample_repo
 
 ARBITER = (sys.executable, "-m", "arbiter")
@@ -34,6 +35,10 @@ START_SECONDS = 60.0
 SPRT = {"elo0": 0.0, "elo1": 50.0}  # wide bounds: decided within a minute
 TC = "10+0.1"  # shown on the dashboard; the sample engine searches fixed nodes anyway
 STOP_SECONDS = 15.0  # a child asked to stop gets this long before it is killed
+
+# The demo's engine is a local repository (file://), which neither the server's
+# nor the worker's policy lets through unless told to: the demo's own processes are.
+LOCAL_REPOSITORY = {"ARBITER_GIT_ALLOW": "file"}
 
 
 def run_demo(*, port: int | None, directory: str | None, exit_when_done: bool) -> int:
@@ -138,6 +143,7 @@ def _start_server(data: Path, port: int, log: Path) -> tuple[subprocess.Popen[by
             [*ARBITER, "serve", "--port", str(port), "--data-dir", str(data)],
             stdout=sink,
             stderr=subprocess.STDOUT,
+            env={**os.environ, **LOCAL_REPOSITORY},
         )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + START_SECONDS
@@ -189,7 +195,7 @@ def _run_worker(url: str, token: str, directory: Path) -> None:
         "--data-dir", str(directory),
         "--fleet",
     ]  # fmt: skip
-    env = {**os.environ, TOKEN_VARIABLE: token}
+    env = {**os.environ, TOKEN_VARIABLE: token, ALLOW_VARIABLE: "file"}
     worker = subprocess.Popen(args, env=env)  # noqa: S603 - our own command
     try:
         worker.wait()

@@ -28,6 +28,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from arbiter.protocol.repo_policy import RepoPolicy
 from arbiter.worker.errors import WorkerError
 from arbiter.worker.gitsource import export_commit
 from arbiter.worker.host import Compiler
@@ -89,8 +90,11 @@ def read_recipe(root: Path) -> BuildRecipe:
 
 
 class EngineCache:
-    def __init__(self, root: Path, compiler: Compiler | None, jobs: int) -> None:
+    def __init__(
+        self, root: Path, compiler: Compiler | None, jobs: int, *, policy: RepoPolicy
+    ) -> None:
         self.root = root
+        self.policy = policy  # which repository URLs this worker fetches from
         self.builds = root / "builds"
         self.mirrors = root / "git"
         self.compiler = compiler
@@ -120,7 +124,7 @@ class EngineCache:
         staging = entry.with_name(entry.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
         self.builds.mkdir(parents=True, exist_ok=True)
-        export_commit(repo_url, sha, self.mirrors, staging / "source")
+        export_commit(repo_url, sha, self.mirrors, staging / "source", self.policy)
         recipe = read_recipe(staging / "source")
         workdir = staging / "source" / recipe.directory
         if not workdir.is_dir():

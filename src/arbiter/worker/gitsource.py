@@ -3,8 +3,12 @@
 One bare mirror per repository URL keeps what was fetched, so later tasks
 of the same repository fetch only new commits. A commit is exported with
 `git archive` into a fresh directory. git runs with an argument list (no
-shell), `--` before URLs and refs, no prompts, and only the transports the
-server accepts for `tests_repo`. Blocking: the task's thread.
+shell), `--` before URLs and refs, and no prompts. Before any fetch the URL
+passes the same policy as on the server (`protocol/repo_policy.py`) with the
+worker's own allow list (ARBITER_WORKER_GIT_ALLOW, ARBITER_WORKER_GIT_SSH):
+public https only by default, git pinned to the checked addresses and
+redirects off, so a run cannot point volunteers' machines at their local
+networks. Blocking: the task's thread.
 """
 
 import hashlib
@@ -13,9 +17,11 @@ import os
 import re
 import subprocess
 import tarfile
+from collections.abc import Mapping
 from pathlib import Path
 
-from arbiter.worker.errors import WorkerError
+from arbiter.protocol.repo_policy import RepoPolicy, RepoRefused, Target, parse_allow
+from arbiter.worker.errors import ConfigError, WorkerError
 
 GIT = "git"
 FETCH_SECONDS = 600.0
@@ -23,16 +29,29 @@ LOCAL_SECONDS = 120.0
 _SHA = re.compile(r"[0-9a-f]{40}")
 GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",  # never wait for a password nobody will type
-    "GIT_ALLOW_PROTOCOL": "file:git:http:https:ssh",  # not ext::, which runs commands
     "GIT_CONFIG_NOSYSTEM": "1",
 }
+ALLOW_VARIABLE = "ARBITER_WORKER_GIT_ALLOW"
+SSH_VARIABLE = "ARBITER_WORKER_GIT_SSH"
+
+
+def policy_from_env(environ: Mapping[str, str]) -> RepoPolicy:
+    """The worker's repository policy from its environment (ConfigError if unreadable)."""
+    try:
+        allow = parse_allow(environ.get(ALLOW_VARIABLE, ""), ALLOW_VARIABLE)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    ssh = environ.get(SSH_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+    return RepoPolicy(allow, ssh=ssh)
 
 
 class GitError(WorkerError):
     """The commit could not be fetched or exported."""
 
 
-def export_commit(repo_url: str, sha: str, mirrors: Path, destination: Path) -> None:
+def export_commit(
+    repo_url: str, sha: str, mirrors: Path, destination: Path, policy: RepoPolicy
+) -> None:
     """Write the tree of commit `sha` of `repo_url` into `destination` (created)."""
     if not _SHA.fullmatch(sha):
         raise GitError(f"{sha!r} is not a full commit SHA")
@@ -41,7 +60,11 @@ def export_commit(repo_url: str, sha: str, mirrors: Path, destination: Path) -> 
         mirrors.mkdir(parents=True, exist_ok=True)
         _git(["init", "--quiet", "--bare", str(mirror)], LOCAL_SECONDS)
     if not _has_commit(mirror, sha):
-        _fetch(mirror, repo_url, sha)
+        try:
+            target = policy.check(repo_url)
+        except RepoRefused as refused:
+            raise GitError(f"this worker does not fetch {repo_url}: {refused}") from None
+        _fetch(mirror, target, sha)
     archive = _git(["-C", str(mirror), "archive", "--format=tar", sha], LOCAL_SECONDS)
     destination.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
@@ -52,15 +75,17 @@ def mirror_path(mirrors: Path, repo_url: str) -> Path:
     return mirrors / (hashlib.sha256(repo_url.encode()).hexdigest()[:16] + ".git")
 
 
-def _fetch(mirror: Path, repo_url: str, sha: str) -> None:
+def _fetch(mirror: Path, target: Target, sha: str) -> None:
     """By SHA first (cheap, and what most hosts allow), else every branch and tag."""
+    fetch = [*target.git_config(), "-C", str(mirror), "fetch", "--quiet", "--", target.url]
+    env = {"GIT_SSH_COMMAND": target.ssh_command()}
     try:
-        _git(["-C", str(mirror), "fetch", "--quiet", "--", repo_url, sha], FETCH_SECONDS)
+        _git([*fetch, sha], FETCH_SECONDS, env)
     except GitError:
         refs = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
-        _git(["-C", str(mirror), "fetch", "--quiet", "--", repo_url, *refs], FETCH_SECONDS)
+        _git([*fetch, *refs], FETCH_SECONDS, env)
     if not _has_commit(mirror, sha):
-        raise GitError(f"commit {sha} is not in {repo_url}")
+        raise GitError(f"commit {sha} is not in {target.url}")
 
 
 def _has_commit(mirror: Path, sha: str) -> bool:
@@ -71,13 +96,16 @@ def _has_commit(mirror: Path, sha: str) -> bool:
     return True
 
 
-def _git(args: list[str], timeout: float) -> bytes:
+def _git(args: list[str], timeout: float, env: Mapping[str, str] | None = None) -> bytes:
+    # Only the transports a target allows (`-c protocol.*` in its config); a
+    # GIT_ALLOW_PROTOCOL of the environment would override them.
+    base = {k: v for k, v in os.environ.items() if k != "GIT_ALLOW_PROTOCOL"}
     try:
         done = subprocess.run(  # noqa: S603 - git with an argument list, validated inputs
-            [GIT, *args],
+            [GIT, "-c", "protocol.allow=never", *args],
             capture_output=True,
             timeout=timeout,
-            env={**os.environ, **GIT_ENV},
+            env={**base, **GIT_ENV, **(env or {})},
             check=False,
         )
     except subprocess.TimeoutExpired:

@@ -11,7 +11,7 @@ download makes no database write.
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from arbiter.domain.actions import record
@@ -20,10 +20,19 @@ from arbiter.domain.files.download_counts import DownloadCounts
 from arbiter.domain.files.staging import StagedUpload, publish
 from arbiter.storage import Storage
 from arbiter.storage.errors import DuplicateKey
-from arbiter.storage.records import NetRecord
+from arbiter.storage.records import NetRecord, NetSearch
 
 NET_NAME = re.compile(r"nn-[0-9a-f]{12}\.nnue")  # fullmatch: `$` would admit a final newline
 MAX_LISTED = 1000
+NETS_PER_PAGE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class NetPage:
+    nets: tuple[NetRecord, ...]
+    total: int
+    page: int
+    pages: int
 
 
 def check_net_name(name: str) -> None:
@@ -93,6 +102,14 @@ class NetLibrary:
         with self._storage.read() as tx:
             nets = tx.nets.list(limit=max(1, min(limit, MAX_LISTED)))
         return [self._with_pending(net) for net in nets]
+
+    def search(self, found: NetSearch, page: int, per_page: int = NETS_PER_PAGE) -> NetPage:
+        """Page `page` (from 1) of the nets `found` selects, newest first. [THREAD]"""
+        page = max(1, page)
+        with self._storage.read() as tx:
+            nets, total = tx.nets.search(found, offset=(page - 1) * per_page, limit=per_page)
+        pages = max(1, -(-total // per_page))
+        return NetPage(tuple(self._with_pending(net) for net in nets), total, page, pages)
 
     def open_for_download(self, name: str, *, count: bool = True) -> tuple[NetRecord, Path]:
         """The net and its file; a read. `count` adds one to the net's downloads

@@ -1,27 +1,37 @@
 """Submitting runs and what people do to them: approve, stop, modify, purge, delete.
 
-Plain values in, plain values out; every method runs in the threadpool (git,
-locks, the database). Each operation writes its action in the same
+Plain values in, plain values out; every method runs in the threadpool (locks,
+the database) except a submission's git work, which runs in the git executor
+(`repos.work.GitWork`). Each operation writes its action in the same
 transaction as the change.
 """
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from arbiter.domain.accounts import User
-from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
+from arbiter.domain.errors import DomainError, NotFound, PermissionDenied, ValidationError
 from arbiter.domain.files.books import BookIndex
-from arbiter.domain.git import resolve_refs
 from arbiter.domain.modify_rules import Modifiable, RunFacts, RunKind, apply_modification
-from arbiter.domain.run_args import parse_run_args
+from arbiter.domain.repos.reading import CodeFacts
+from arbiter.domain.run_args import RunArgs, parse_run_args
+from arbiter.domain.runs import code_view
 from arbiter.domain.runs.approval import (
     NOT_APPROVER,
     OWN_RUN,
     ApprovalPolicy,
     approve_refusal,
+)
+from arbiter.domain.runs.code_args import (
+    CodeSource,
+    code_args,
+    log_refusal,
+    mark_nets_tested,
+    require_nets,
 )
 from arbiter.domain.runs.documents import build_args, new_run_id, new_run_record
 from arbiter.domain.runs.outcome import finish, is_undecided, run_action
@@ -30,23 +40,17 @@ from arbiter.domain.runs.registry import Change, RunContext, RunState
 from arbiter.domain.runs.totals import recompute
 from arbiter.storage.records import RunRecord, TaskRecord
 
-RefResolver = Callable[[str, Sequence[str], Mapping[str, str]], dict[str, str]]
-
-
-def resolve_with_git(repo: str, refs: Sequence[str], fields: Mapping[str, str]) -> dict[str, str]:
-    return resolve_refs(repo, refs, fields=fields)
-
 
 class RunLifecycle:
     def __init__(
         self,
         context: RunContext,
-        resolve: RefResolver,
+        code: CodeSource,
         books: BookIndex,
         approval: ApprovalPolicy | None = None,
     ) -> None:
         self._context = context
-        self._resolve = resolve
+        self._code = code
         self._books = books
         self.approval = approval or ApprovalPolicy()
         # Finished runs live only in storage; changes to them are rare, one at a time.
@@ -57,28 +61,69 @@ class RunLifecycle:
     def submit(
         self, user: User, raw: Mapping[str, object], *, rescheduled_from: str | None = None
     ) -> str:
-        """Validate, resolve the tags with git, store the run (unapproved); its id.
+        """Validate, read the commits, store the run (unapproved); its id. Blocks
+        the caller's thread until the git thread is done: for tools and tests (the
+        web layer uses `prepare` and `submit_later`, which hold no request thread).
         `rescheduled_from`: the run this one repeats, kept when that run exists."""
-        args = parse_run_args(raw, default_book=self._books.default_book())
-        if not self._books.known(args.book):
-            raise ValidationError(
-                "book", f"Unknown book {args.book}: neither in the catalogue nor uploaded"
+        args = self.prepare(user, raw)
+        return self.submit_later(user, args, rescheduled_from=rescheduled_from).result()
+
+    def prepare(self, user: User, raw: Mapping[str, object]) -> RunArgs:
+        """The submission's arguments, validated (no git, no network). [THREAD]"""
+        try:
+            args = parse_run_args(raw, default_book=self._books.default_book())
+            if not self._books.known(args.book):
+                raise ValidationError(
+                    "book", f"Unknown book {args.book}: neither in the catalogue nor uploaded"
+                )
+        except DomainError as error:
+            log_refusal(user.username, str(raw.get("tests_repo", "")), error)
+            raise
+        return args
+
+    def submit_later(
+        self, user: User, args: RunArgs, *, rescheduled_from: str | None = None
+    ) -> "Future[str]":
+        """Admit the submission to the git executor now (GitBusy, TooManyGitReads
+        otherwise), read and store it there; the future holds the run's id.
+        Takes no lock held for I/O: callable on the event loop."""
+        try:
+            return self._code.work.submit(
+                user.username, lambda: self._read_and_store(user, args, rescheduled_from)
             )
-        fields = {args.base_tag: "base_tag", args.new_tag: "new_tag"}
-        shas = self._resolve(args.tests_repo, [args.base_tag, args.new_tag], fields)
+        except DomainError as error:
+            log_refusal(user.username, args.tests_repo, error)
+            raise
+
+    def _read_and_store(self, user: User, args: RunArgs, rescheduled_from: str | None) -> str:
+        """[GIT thread] The run's id; one log line when it is refused or fails."""
+        try:
+            facts = self._code.reader.read(args.tests_repo, args.base_tag, args.new_tag)
+            return self._store(user, args, facts, rescheduled_from)
+        except Exception as error:
+            log_refusal(user.username, args.tests_repo, error)
+            raise
+
+    def _store(
+        self, user: User, args: RunArgs, facts: CodeFacts, rescheduled_from: str | None
+    ) -> str:
         doc = build_args(
             args,
             username=user.username,
-            resolved_base=shas[args.base_tag],
-            resolved_new=shas[args.new_tag],
+            resolved_base=facts.resolved_base,
+            resolved_new=facts.resolved_new,
         )
+        doc.update(code_args(args, facts))
         now = self._context.clock()
         run = new_run_record(new_run_id(now), user.username, doc, now)
         with self._context.storage.write() as tx:
+            require_nets(tx, facts)
             if rescheduled_from is not None and tx.runs.get(rescheduled_from) is not None:
                 run = replace(run, rescheduled_from=rescheduled_from)
             entry = run_action(run, "new_run", user.username, _describe(run), now)
             tx.runs.add(run)
+            code_view.save(tx, run.id, facts)
+            mark_nets_tested(tx, run, facts)
             _record(tx, entry)
             tx.follows.add(user.username, run.id, now)  # one follows one's own tests
         self._context.registry.put(RunState(run, []))

@@ -9,7 +9,8 @@ from typing import Any
 
 from arbiter.domain.errors import NotFound
 from arbiter.domain.run_args import parse_time_control
-from arbiter.domain.runs import bad_tasks
+from arbiter.domain.runs import bad_tasks, code_view
+from arbiter.domain.runs.code_view import CodeView
 from arbiter.domain.runs.documents import run_view, task_view
 from arbiter.domain.runs.outcome import sprt_elo_of
 from arbiter.domain.runs.ranking import NO_GAMES, NOT_APPROVED
@@ -77,6 +78,11 @@ class Machine:
 class RunQueries:
     def __init__(self, context: RunContext) -> None:
         self._context = context
+
+    def code(self, run_id: str) -> CodeView | None:
+        """What submission read of the run's commits (diff, subjects, warnings). [THREAD]"""
+        with self._context.storage.read() as tx:
+            return code_view.load(tx, run_id)
 
     def active_runs(self) -> dict[str, dict[str, Any]]:
         states = self._context.registry.states()

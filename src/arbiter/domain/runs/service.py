@@ -9,9 +9,10 @@ from arbiter.domain.files.books import AnyBook, BookIndex
 from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.admission import AdmissionGate
 from arbiter.domain.runs.approval import ApprovalPolicy
+from arbiter.domain.runs.code_args import CodeSource, local_code_source
 from arbiter.domain.runs.contributors import Contributors
 from arbiter.domain.runs.ingest import ResultIngest
-from arbiter.domain.runs.lifecycle import RefResolver, RunLifecycle, resolve_with_git, restore
+from arbiter.domain.runs.lifecycle import RunLifecycle, restore
 from arbiter.domain.runs.maintenance import refresh_rates, scavenge_dead_tasks
 from arbiter.domain.runs.queries import RunQueries
 from arbiter.domain.runs.registry import Registry, RunContext
@@ -29,15 +30,19 @@ class Runs:
         *,
         task_gate: threading.Semaphore | AdmissionGate,
         clock: Callable[[], float] = time.time,
-        resolve: RefResolver = resolve_with_git,
+        code: CodeSource | None = None,
         books: BookIndex | None = None,
         approval: ApprovalPolicy | None = None,
     ) -> None:
+        """`code`: how submissions read their commits; the server builds it from
+        its settings (`web/bootstrap.code_source`), tools and tests get one for
+        local repositories."""
         books = books or AnyBook()
+        self.code = code or local_code_source()
         if isinstance(task_gate, threading.Semaphore):  # tests and tools: no cap per account
             task_gate = AdmissionGate(task_gate, per_account=None)
         self.context = RunContext(storage, Registry(clock), clock)
-        self.lifecycle = RunLifecycle(self.context, resolve, books, approval)
+        self.lifecycle = RunLifecycle(self.context, self.code, books, approval)
         self.blocked_machines = BlockedMachines(storage)
         self.scheduler = TaskScheduler(self.context, task_gate, self.blocked_machines, books)
         self.ingest = ResultIngest(self.context)

@@ -4,6 +4,8 @@ The browser posts a multipart form; the file is copied into a staging file
 (threadpool) and handed to the same domain call the API uses.
 """
 
+from urllib.parse import urlencode
+
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -11,7 +13,9 @@ from starlette.responses import Response
 
 from arbiter.domain.errors import ValidationError
 from arbiter.domain.files.staging import StagedUpload, StagingFile
+from arbiter.storage.records import NetSearch
 from arbiter.web.api import app_state
+from arbiter.web.params import page_number
 from arbiter.web.templating import render
 from arbiter.web.ui.forms import read_upload_form, redirect, require_user, session_of
 
@@ -19,8 +23,21 @@ COPY_CHUNK = 1 << 20
 
 
 async def nets_page(request: Request) -> Response:
-    nets = await run_in_threadpool(app_state(request).nets.list)
-    return await render(request, "nets.html", {"nets": nets})
+    """The nets, newest first: filtered by name, uploader and master's, and paged."""
+    params = request.query_params
+    found = NetSearch(
+        name_contains=params.get("name", "").strip()[:64],
+        username=params.get("user", "").strip()[:64],
+        master_only=params.get("master") == "1",
+    )
+    page = page_number(params.get("page", "1"))
+    listed = await run_in_threadpool(app_state(request).nets.search, found, page)
+    kept = {"name": found.name_contains, "user": found.username}
+    if found.master_only:
+        kept["master"] = "1"
+    query = urlencode({key: value for key, value in kept.items() if value})
+    context = {"nets": listed.nets, "listed": listed, "found": found, "query": query}
+    return await render(request, "nets.html", context)
 
 
 async def books_page(request: Request) -> Response:

@@ -11,9 +11,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from arbiter.domain.errors import NotFound, ValidationError
-from arbiter.domain.git import GitError
+from arbiter.domain.errors import NotFound, RetryLater, ValidationError
+from arbiter.web import submissions as submitting
 from arbiter.web.api import app_state
+from arbiter.web.errors import domain_status
 from arbiter.web.templating import render
 from arbiter.web.ui import submission
 from arbiter.web.ui.forms import (
@@ -43,20 +44,24 @@ async def submit_run(request: Request) -> Response:
     values = submission.posted_values(form)
     source = form.get("rescheduled_from", "")
     source = source if RUN_ID.fullmatch(source) else ""
-    lifecycle = app_state(request).runs.lifecycle
-    raw = submission.submission(values)
     try:
-        run_id = await run_in_threadpool(
-            lambda: lifecycle.submit(user, raw, rescheduled_from=source or None)
+        raw = submission.submission(values)
+        submitted = await submitting.submit_run(
+            app_state(request), user, raw, rescheduled_from=source or None
         )
     except ValidationError as error:
         errors = {submission.error_field(error.field): str(error)}
         return await _page(request, values, errors, source=source, status=400)
-    except GitError as error:  # the repository could not be read
-        errors = {"tests_repo": str(error)}
-        return await _page(request, values, errors, source=source, status=400)
+    except RetryLater as busy:  # the git executor is full: the form again, and when to retry
+        page = await _page(
+            request, values, {"form": str(busy)}, source=source, status=domain_status(busy)
+        )
+        page.headers["retry-after"] = str(busy.wait_seconds)
+        return page
     session_of(request).flash("Test submitted. It starts once an approver has approved it.")
-    return redirect(f"/tests/view/{run_id}")
+    for warning in submitted.warnings:
+        session_of(request).flash(f"Warning: {warning}")
+    return redirect(f"/tests/view/{submitted.run_id}")
 
 
 async def _values_of(request: Request, run_id: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from arbiter.web.api import app_state
 from arbiter.web.params import page_number
 from arbiter.web.state import AppState
 from arbiter.web.templating import render
-from arbiter.web.ui import run_charts, run_format, run_view
+from arbiter.web.ui import run_charts, run_code, run_format, run_view
 from arbiter.web.ui.forms import current_user
 
 TASK_PARAMS = ("page", "sort", "order", "worker", "show_task", "all")
@@ -59,15 +59,20 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     user = current_user(request)
     query = run_view.page_query(request.query_params)
     state = app_state(request)
+    live = bool(request.query_params.get("live"))
     try:
         context = await run_in_threadpool(
-            lambda: _run_context(state, run_id, with_pgns=user is not None, query=query)
+            lambda: (
+                _run_context(state, run_id, with_pgns=user is not None, query=query)
+                | _code_context(state, run_id, live=live)
+            )
         )
     except NotFound:
         raise HTTPException(404, f"There is no run {run_id}.") from None
     self_approval = context["self_approval"]
     context["actions"] = run_view.actions_for(user, context["detail"], self_approval)
     context["approve_why"] = approve_refusal(user, context["run"], self_approval=self_approval)
+    context["code"] = run_code.code_section(context.pop("code_view"), context["run"], user)
     context.setdefault("modify_values", run_view.modify_values(context["detail"]))
     kept = {k: v for k, v in request.query_params.items() if k in TASK_PARAMS}
     context = {
@@ -78,7 +83,7 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
         **extra,
     }
     run = context["run"]
-    if request.query_params.get("live"):
+    if live:
         version = _version(run.last_updated)
         if request.query_params.get("version") == version and not run.finished:
             return Response(status_code=204, headers={"cache-control": "no-store"})
@@ -107,6 +112,11 @@ def _run_context(
         "live_version": _version(detail.run.last_updated),
         "self_approval": pending and state.runs.lifecycle.self_approval(),
     }
+
+
+def _code_context(state: AppState, run_id: str, *, live: bool) -> dict[str, Any]:
+    # The live region never shows the code: its refresh does not read the diff.
+    return {"code_view": None if live else state.runs.queries.code(run_id)}
 
 
 def _stored_pgns(state: AppState, run_id: str) -> set[int]:

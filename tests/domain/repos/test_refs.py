@@ -6,8 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.domain.errors import DomainError, ValidationError
-from arbiter.domain.git import GitError, resolve_refs
+from arbiter.domain.errors import ValidationError
+from arbiter.domain.repos.refs import resolve_refs as resolve_on_target
+from arbiter.domain.repos.runner import GitFailed
+from arbiter.protocol.repo_policy import RepoPolicy, parse_allow
+
+LOCAL = RepoPolicy(parse_allow("file"))
+
+
+def resolve_refs(
+    url: str, refs: list[str], fields: dict[str, str] | None = None, timeout: float = 20.0
+) -> dict[str, str]:
+    target = LOCAL.check(url)
+    found = resolve_on_target(target, refs, fields or {}, timeout=timeout)
+    return {ref: item.sha for ref, item in found.items()}
+
 
 IDENTITY = [
     "-c",
@@ -119,28 +132,21 @@ def test_invalid_ref_is_refused_before_git(repo: Repo) -> None:
     assert caught.value.field == "new_tag"
 
 
-def test_invalid_url_is_refused_before_git() -> None:
-    with pytest.raises(ValidationError) as caught:
-        resolve_refs("--upload-pack=touch /tmp/x", ["master"])
-    assert caught.value.field == "tests_repo"
+def test_listed_ref_names_are_kept(repo: Repo) -> None:
+    found = resolve_on_target(LOCAL.check(repo.url), ["v1", "feature"], {}, timeout=20)
+    assert found["v1"].ref == "refs/tags/v1"  # peeled, named without ^{}
+    assert found["feature"].ref == "refs/heads/feature"
 
 
-def test_nonexistent_repository_gives_a_clear_error(tmp_path: Path) -> None:
+def test_nonexistent_repository_fails_with_gits_reason(tmp_path: Path) -> None:
     url = (tmp_path / "missing").as_uri()
-    with pytest.raises(GitError) as caught:
+    with pytest.raises(GitFailed) as caught:
         resolve_refs(url, ["master"])
-    message = str(caught.value)
-    assert message.startswith(f"cannot read the repository {url}: ")
-    assert "does not appear to be a git repository" in message
-    assert isinstance(caught.value, DomainError)
+    assert "does not appear to be a git repository" in caught.value.reason
 
 
-def test_directory_that_is_not_a_repository(tmp_path: Path) -> None:
-    with pytest.raises(GitError, match="cannot read the repository"):
-        resolve_refs(tmp_path.as_uri(), ["master"])
-
-
-def test_timeout_is_a_git_error(repo: Repo) -> None:
+def test_timeout_kills_git(repo: Repo) -> None:
     # A timeout too small for git to even start stands in for a hanging host.
-    with pytest.raises(GitError, match="did not answer within"):
+    with pytest.raises(GitFailed) as caught:
         resolve_refs(repo.url, ["master"], timeout=0.000001)
+    assert caught.value.timed_out

@@ -1,0 +1,142 @@
+"""The repository URL policy on plain values: names resolve through a table,
+never through the network, and nothing connects anywhere."""
+
+from collections.abc import Sequence
+
+import pytest
+
+from arbiter.protocol.repo_policy import (
+    RepoPolicy,
+    RepoRefused,
+    parse_allow,
+    split_url,
+)
+
+ADDRESSES = {
+    "forge.example": ["140.82.112.3"],
+    "v6.example": ["2606:50c0:8000::153"],
+    "loop.example": ["127.0.0.1"],
+    "lan.example": ["192.168.1.20"],
+    "ten.example": ["10.1.2.3"],
+    "cgnat.example": ["100.64.0.9"],
+    "meta.example": ["169.254.169.254"],
+    "v6local.example": ["fe80::1"],
+    "v6ula.example": ["fd00::5"],
+    "mapped.example": ["::ffff:127.0.0.1"],
+    "zero.example": ["0.0.0.0"],  # noqa: S104 - a value, never bound
+    "multi.example": ["140.82.112.3", "10.0.0.8"],  # one bad answer spoils the name
+    "git.corp": ["10.20.0.5"],
+}
+
+
+def table(host: str, port: int) -> Sequence[str]:
+    if host in ADDRESSES:
+        return ADDRESSES[host]
+    raise RepoRefused(f"the host {host} could not be resolved")
+
+
+def check(url: str, allow: str = "", ssh: bool = False) -> tuple[str, ...]:
+    return RepoPolicy(parse_allow(allow), ssh=ssh).check(url, table).addresses
+
+
+def test_public_https_is_admitted_and_pinned() -> None:
+    target = RepoPolicy().check("https://forge.example/o/engine", table)
+    assert target.addresses == ("140.82.112.3",)
+    config = target.git_config()
+    assert "http.followRedirects=false" in config
+    assert "http.curloptResolve=forge.example:443:140.82.112.3" in config
+    assert "protocol.allow=never" in config
+    assert "protocol.https.allow=always" in config
+
+
+def test_public_ipv6_is_pinned_in_brackets() -> None:
+    target = RepoPolicy().check("https://v6.example:8443/e", table)
+    assert "http.curloptResolve=v6.example:8443:[2606:50c0:8000::153]" in target.git_config()
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("https://loop.example/e", "loopback"),
+        ("https://127.0.0.1/e", "loopback"),
+        ("https://[::1]/e", "loopback"),
+        ("https://mapped.example/e", "loopback"),
+        ("https://lan.example/e", "private"),
+        ("https://ten.example/e", "private"),
+        ("https://v6ula.example/e", "private"),
+        ("https://meta.example/e", "link-local"),
+        ("https://v6local.example/e", "link-local"),
+        ("https://multi.example/e", "private"),
+        ("https://cgnat.example/e", "non-public"),
+        ("https://zero.example/e", "non-public"),
+    ],
+)
+def test_non_public_addresses_are_refused(url: str, kind: str) -> None:
+    with pytest.raises(RepoRefused) as refused:
+        check(url)
+    assert "non-public address" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///srv/engine",
+        "http://forge.example/e",
+        "git://forge.example/e",
+        "ssh://git@forge.example/e",
+        "git@forge.example:o/e.git",
+        "ext::sh -c touch% /tmp/x",
+        "ftp://forge.example/e",
+        "https://no-such.example/e",
+        "https://-x.example/e",
+    ],
+)
+def test_other_transports_and_bad_hosts_are_refused(url: str) -> None:
+    with pytest.raises(RepoRefused):
+        check(url)
+
+
+def test_messages_never_mention_ports_or_connections() -> None:
+    for url in ("https://loop.example:22/e", "https://lan.example:6379/e"):
+        with pytest.raises(RepoRefused) as refused:
+            check(url)
+        assert "22" not in str(refused.value)
+        assert "6379" not in str(refused.value)
+        assert "open" not in str(refused.value)
+        assert "closed" not in str(refused.value)
+
+
+def test_allow_list_admits_named_hosts_ranges_and_files() -> None:
+    assert check("https://git.corp/e", allow="git.corp") == ("10.20.0.5",)
+    assert check("https://git.corp/e", allow="10.0.0.0/8") == ("10.20.0.5",)
+    assert check("http://loop.example:8080/e", allow="127.0.0.0/8") == ("127.0.0.1",)
+    assert check("git://git.corp/e", allow="git.corp") == ("10.20.0.5",)
+    assert RepoPolicy(parse_allow("file")).check("file:///srv/e", table).scheme == "file"
+    with pytest.raises(RepoRefused):
+        check("https://lan.example/e", allow="10.0.0.0/8")  # 192.168 is not in it
+    with pytest.raises(RepoRefused):
+        check("git://git.corp/e", allow="10.0.0.0/8")  # git:// cannot be pinned: names only
+
+
+def test_ssh_only_when_enabled_and_pinned() -> None:
+    target = RepoPolicy(ssh=True).check("git@forge.example:o/e.git", table)
+    assert "-o HostName=140.82.112.3" in target.ssh_command()
+    assert "-o HostKeyAlias=forge.example" in target.ssh_command()
+    with pytest.raises(RepoRefused):
+        check("ssh://git@loop.example/e", ssh=True)
+
+
+def test_parse_allow_refuses_nonsense() -> None:
+    with pytest.raises(ValueError, match="ARBITER_GIT_ALLOW"):
+        parse_allow("10.0.0.0/33")
+    with pytest.raises(ValueError, match="ARBITER_GIT_ALLOW"):
+        parse_allow("bad host!")
+    allowed = parse_allow(" Git.Corp. , ::1/128, FILE ,")
+    assert allowed.hosts == frozenset({"git.corp"})
+    assert allowed.files
+
+
+def test_split_url() -> None:
+    assert split_url("https://Forge.example/o/e") == ("https", "forge.example", 443)
+    assert split_url("git@forge.example:o/e") == ("ssh", "forge.example", 22)
+    assert split_url("http://[::1]:8080/e") == ("http", "::1", 8080)
