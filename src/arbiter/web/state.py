@@ -1,6 +1,7 @@
 """The per-process state the lifespan builds and the handlers use."""
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -35,3 +36,5 @@ class AppState:
     shutting_down: bool = False
     # The background job scheduler: on a primary with jobs enabled, else None.
     jobs: JobScheduler | None = None
+    # Whether this process may serve the worker API: a primary's lease (web/lease.py).
+    lease_held: Callable[[], bool] = lambda: True
