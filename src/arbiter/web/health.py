@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from arbiter.storage.migrate import current_revision, head_revision
+from arbiter.storage.migrate import schema_status
 from arbiter.web.api import app_state, client_address
 from arbiter.web.metrics import AppMetrics, address_allowed, threadpool_gauges
 from arbiter.web.state import AppState
@@ -37,16 +37,16 @@ def readiness(state: AppState) -> dict[str, Any]:
     """[THREAD] The checks, each True or False; `schema` says which revisions differ."""
     checks: dict[str, Any] = {}
     try:
-        current = current_revision(state.engine)
+        status = schema_status(state.engine)
     except Exception:  # any failure to reach the database is "not ready", never a 500
         checks["database"] = False
         checks["migrations"] = False
     else:
         checks["database"] = True
-        head = head_revision()
-        checks["migrations"] = current == head
-        if current != head:
-            checks["schema"] = {"database": current, "code": head}
+        secondary_may_lag = not state.settings.is_primary and status.state == "newer_compatible"
+        checks["migrations"] = status.state == "current" or secondary_may_lag
+        if status.state != "current":
+            checks["schema"] = {"database": status.current, "code": status.head}
     if state.settings.is_primary:
         checks["lease"] = state.lease_held()
     return checks
