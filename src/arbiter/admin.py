@@ -10,6 +10,7 @@ from pathlib import Path
 from arbiter.domain.actions import SYSTEM_USER
 from arbiter.domain.errors import DomainError, ValidationError
 from arbiter.domain.files.books import BookLibrary
+from arbiter.domain.files.data_dir_import import import_data_dir_files
 from arbiter.storage import Storage
 from arbiter.storage.backup import BackupError, backup, restore
 from arbiter.storage.engine import describe_url, make_engine, probe
@@ -107,8 +108,13 @@ def db_upgrade(settings: Settings) -> int:
     try:
         probe(engine)
         upgrade(engine)
+        report = import_data_dir_files(Storage(engine), settings.data_dir)
     finally:
         engine.dispose()
+    for name in report.imported:
+        print(f"stored in the database: {name}")
+    for problem in report.problems:
+        print(f"arbiter: not stored: {problem}", file=sys.stderr)
     print("database schema is up to date")
     return 0
 

@@ -143,11 +143,11 @@ def site(tmp_path: Path, postgres_database_url: str) -> Iterator[Site]:
     create_user(data, "alice", url)
     create_user(data, "root", url, approver=True)
     primary = start_server(data, url, {"ARBITER_JOBS": "0"})
-    # Secondaries share the primary's data dir here only because they run on the
-    # same machine: hosted books are still files (docs/deploy.md, Files).
+    # Each secondary has an empty data dir of its own, as on a machine of its
+    # own: the book the worker downloads through them comes from the database.
     secondaries = [
-        start_server(data, url, {"ARBITER_ROLE": "secondary", "ARBITER_JOBS": "0"})
-        for _ in range(2)
+        start_server(tmp_path / f"secondary-{n}", url, {"ARBITER_ROLE": "secondary"})
+        for n in range(2)
     ]
     servers = [primary, *secondaries]
     nginx_dir = tmp_path / "nginx"

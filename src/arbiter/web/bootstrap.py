@@ -180,7 +180,7 @@ def open_state(settings: Settings) -> AppState:
             secret_key=load_secret_key(storage, settings.secret_key),
             runs=runs,
             pgns=PgnArchive(storage),
-            nets=NetLibrary(storage, settings.data_dir / "nets"),
+            nets=NetLibrary(storage),
             books=books,
             task_semaphore=gate,
         )
