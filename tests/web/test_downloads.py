@@ -116,3 +116,11 @@ def test_a_secondary_with_an_empty_data_dir_serves_what_the_primary_stored(
     assert (book_reply.status_code, book_reply.content) == (200, book)
     assert not (secondary_dir / "nets").exists()
     assert not (secondary_dir / "books" / "e4.epd").exists()
+
+
+def test_a_net_whose_stored_bytes_are_missing_is_a_clean_error(client: TestClient) -> None:
+    with state(client).storage.write() as tx:
+        tx.file_chunks.delete("net", net_name(NET))
+    reply = client.get(url())
+    assert reply.status_code == 500
+    assert reply.json()["error"].endswith("chunk 0 is missing: the server's copy is damaged")

@@ -15,14 +15,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from arbiter.domain.files.stored import CHUNK_BYTES, StoredFile, read_chunk
+from arbiter.domain.files.stored import CHUNK_BYTES, DamagedFile, StoredFile, read_chunk
 from arbiter.storage import Storage
+from arbiter.web.errors import ApiError
 from arbiter.web.middleware import is_head_request
 
 _RANGE = re.compile(r"bytes=(\d{0,19})-(\d{0,19})")
 
 
-def stored_file_response(
+async def stored_file_response(
     request: Request, storage: Storage, file: StoredFile, headers: dict[str, str]
 ) -> Response:
     etag = f'"{file.etag}"'
@@ -40,13 +41,25 @@ def stored_file_response(
         common["content-range"] = f"bytes {start}-{end}/{file.size}"
     if is_head_request(request.scope) or file.size == 0:
         return Response(status_code=status, headers=common)
-    return StreamingResponse(_body(storage, file, start, end), status_code=status, headers=common)
+    # The first chunk is read before the reply starts, so a file whose bytes are
+    # missing or damaged is a clean JSON error rather than a cut-off download.
+    try:
+        first = await run_in_threadpool(read_chunk, storage, file, start // CHUNK_BYTES)
+    except DamagedFile as error:
+        raise ApiError(500, f"{error}: the server's copy is damaged") from None
+    body = _body(storage, file, start, end, first)
+    return StreamingResponse(body, status_code=status, headers=common)
 
 
-async def _body(storage: Storage, file: StoredFile, start: int, end: int) -> AsyncIterator[bytes]:
+async def _body(
+    storage: Storage, file: StoredFile, start: int, end: int, first_chunk: bytes
+) -> AsyncIterator[bytes]:
     first, last = start // CHUNK_BYTES, end // CHUNK_BYTES
     for seq in range(first, last + 1):
-        data = await run_in_threadpool(read_chunk, storage, file, seq)
+        if seq == first:
+            data = first_chunk
+        else:
+            data = await run_in_threadpool(read_chunk, storage, file, seq)
         low = start - seq * CHUNK_BYTES if seq == first else 0
         high = end - seq * CHUNK_BYTES + 1 if seq == last else len(data)
         yield data[low:high]
