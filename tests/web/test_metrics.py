@@ -5,12 +5,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 import arbiter.web.app as app_module
 from arbiter.web.app import create_app
-from arbiter.web.metrics import address_allowed
+from arbiter.web.metrics import RequestStats, address_allowed
 from arbiter.web.settings import Settings, SettingsError, parse_networks
 from tests.web.api_support import api_settings, approved, take_task, users
 
@@ -99,3 +100,24 @@ def test_allowed_addresses_are_parsed_and_matched() -> None:
     assert not address_allowed("127.0.0.1", parse_networks(""))
     with pytest.raises(SettingsError, match="ARBITER_METRICS_ALLOW: 'localhost'"):
         Settings(metrics_allow="localhost").validate()
+
+
+def test_latency_buckets_count_each_request_at_or_below_their_bound() -> None:
+    stats = RequestStats()
+    for seconds in (0.001, 0.002, 20.0):
+        stats.observe("/api/beat", "POST", 200, seconds)
+    registry = CollectorRegistry()
+    registry.register(stats)
+    text = generate_latest(registry).decode()
+    found = {
+        (sample.name, sample.labels.get("le")): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    assert found[("arbiter_request_duration_seconds_bucket", "0.001")] == 1  # le: inclusive
+    assert found[("arbiter_request_duration_seconds_bucket", "0.0025")] == 2
+    assert found[("arbiter_request_duration_seconds_bucket", "10.0")] == 2
+    assert found[("arbiter_request_duration_seconds_bucket", "+Inf")] == 3
+    assert found[("arbiter_request_duration_seconds_count", None)] == 3
+    assert found[("arbiter_request_duration_seconds_sum", None)] == pytest.approx(20.003)
+    assert found[("arbiter_requests_total", None)] == 3
