@@ -10,10 +10,12 @@ from pathlib import Path
 from arbiter.domain.actions import SYSTEM_USER
 from arbiter.domain.errors import DomainError, ValidationError
 from arbiter.domain.files.books import BookLibrary
+from arbiter.domain.files.data_dir_import import import_data_dir_files
 from arbiter.storage import Storage
-from arbiter.storage.engine import make_engine, probe
-from arbiter.storage.errors import DatabaseNotOpened
-from arbiter.storage.migrate import upgrade
+from arbiter.storage.backup import BackupError, backup, restore
+from arbiter.storage.engine import describe_url, make_engine, probe
+from arbiter.storage.errors import DatabaseNotOpened, LeaseHeld
+from arbiter.storage.migrate import schema_status, upgrade
 from arbiter.web.bootstrap import make_accounts, prepare_database
 from arbiter.web.settings import Settings, SettingsError
 
@@ -44,16 +46,61 @@ def run_admin_command(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         if args.command == "db":
-            return db_upgrade(settings)
+            return db_command(args, settings)
         if args.command == "books":
             return books_command(args, settings)
         return users_command(args, settings)
     except (DomainError, SettingsError) as error:
         print(f"arbiter: {error}", file=sys.stderr)
         return 1
-    except DatabaseNotOpened as error:  # the operator's setup, not the command's input
+    except (DatabaseNotOpened, LeaseHeld) as error:  # the operator's setup
         print(f"arbiter: {error}", file=sys.stderr)
         return 2
+    except BackupError as error:
+        print(f"arbiter: {error}", file=sys.stderr)
+        return 1
+
+
+def db_command(args: argparse.Namespace, settings: Settings) -> int:
+    url = settings.resolved_database_url
+    if args.db_command == "backup":
+        done = backup(url, Path(args.destination))
+        print(f"backed up schema {done.revision} to {done.path} ({done.size} bytes)")
+        return 0
+    if args.db_command == "restore":
+        done = restore(url, Path(args.source))
+        print(f"restored {done.path} (schema {done.revision}) into {describe_url(url)}")
+        return 0
+    if args.check:
+        return db_check(settings)
+    return db_upgrade(settings)
+
+
+# `db upgrade --check` exit statuses, for deployment scripts (2: no database).
+CHECK_CURRENT, CHECK_PENDING, CHECK_NEWER = 0, 3, 4
+
+
+def db_check(settings: Settings) -> int:
+    """Say where the schema stands and exit with a status a script can act on."""
+    engine = make_engine(settings.resolved_database_url, pool_size=1)
+    try:
+        probe(engine)
+        status = schema_status(engine)
+    finally:
+        engine.dispose()
+    if status.state == "current":
+        print(f"database schema is up to date ({status.current})")
+        return CHECK_CURRENT
+    if status.state in ("empty", "behind"):
+        print(f"migrations pending: database at {status.current}, this Arbiter at {status.head}")
+        return CHECK_PENDING
+    usable = (
+        "secondaries of this version may still serve"
+        if status.state == "newer_compatible"
+        else "upgrade Arbiter"
+    )
+    print(f"database at {status.current} is newer than this Arbiter ({status.head}): {usable}")
+    return CHECK_NEWER
 
 
 def db_upgrade(settings: Settings) -> int:
@@ -61,8 +108,13 @@ def db_upgrade(settings: Settings) -> int:
     try:
         probe(engine)
         upgrade(engine)
+        report = import_data_dir_files(Storage(engine), settings.data_dir)
     finally:
         engine.dispose()
+    for name in report.imported:
+        print(f"stored in the database: {name}")
+    for problem in report.problems:
+        print(f"arbiter: not stored: {problem}", file=sys.stderr)
     print("database schema is up to date")
     return 0
 

@@ -1,4 +1,5 @@
-"""`arbiter`: serve | db upgrade | users create/token/list | books | import | worker | demo.
+"""`arbiter`: serve | db upgrade/backup/restore | users create/token/list | books | import | worker
+| demo.
 
 This module parses arguments only. Each command's implementation is imported
 when it runs, so the worker distribution (which ships this file without the
@@ -41,7 +42,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
-    _add_storage_options(db_commands.add_parser("upgrade", help="apply schema migrations"))
+    upgrade = db_commands.add_parser("upgrade", help="apply schema migrations")
+    upgrade.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 0 if the schema is current, 3 if migrations are pending, "
+        "4 if the database is newer than this Arbiter",
+    )
+    _add_storage_options(upgrade)
+    backup = db_commands.add_parser(
+        "backup", help="copy the database to DEST (consistent while the server runs)"
+    )
+    backup.add_argument("destination", metavar="DEST", help="a new file")
+    _add_storage_options(backup)
+    restore = db_commands.add_parser(
+        "restore", help="replace the database with backup SRC (stop every server first)"
+    )
+    restore.add_argument("source", metavar="SRC", help="a file written by `arbiter db backup`")
+    _add_storage_options(restore)
 
     users = commands.add_parser("users", help="manage accounts")
     user_commands = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")

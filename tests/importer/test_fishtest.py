@@ -9,6 +9,7 @@ from sqlalchemy import Engine, select, text
 
 from arbiter.cli import main
 from arbiter.domain.actions import wire_id
+from arbiter.domain.files.stored import NET, StoredFile, chunk_count, read_chunk
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.storage.schema import metadata
@@ -181,7 +182,11 @@ def _assert_others(storage: Storage, dump: Path, data: Path) -> None:
     assert net.is_master
     assert net.downloads == 12
     assert net.size > 0
-    assert (data / "nets" / net.name).read_bytes() == (dump / "nn" / net.name).read_bytes()
+    stored = b"".join(
+        read_chunk(storage, StoredFile(NET, net.name, net.size, net.sha256), seq)
+        for seq in range(chunk_count(net.size))
+    )
+    assert stored == (dump / "nn" / net.name).read_bytes()
     assert bare_net is not None
     assert bare_net.size == 0
     assert pgn is not None
@@ -238,7 +243,6 @@ def test_an_interrupted_import_continues_where_it_stopped(
                 storage,
                 files,
                 hasher=PasswordHasher(time_cost=1, memory_cost=8, parallelism=1),
-                library_dir=tmp_path / "nets",
                 options=options,
                 progress=Progress(),
             )

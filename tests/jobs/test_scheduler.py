@@ -288,3 +288,20 @@ def test_jobs_run_in_the_job_executor_only(
     scheduler.stop()
     assert len(names) == JOB_THREADS
     assert all(name.startswith("arbiter-job_") for name in names), names
+
+
+def test_queue_depth_counts_runs_waiting_for_a_job_thread(
+    make_scheduler: SchedulerFactory, release: threading.Event
+) -> None:
+    scheduler = make_scheduler(
+        job("a", lambda: release.wait(30), period=60),
+        job("b", lambda: release.wait(30), period=60),
+        max_workers=1,
+    )
+    assert scheduler.queue_depth() == 0
+    scheduler.start()
+    wait_until(lambda: all(status.running for status in scheduler.status()))
+    assert scheduler.queue_depth() == 1  # one runs on the only thread, one waits
+    release.set()
+    wait_until(lambda: not any(status.running for status in scheduler.status()))
+    assert scheduler.queue_depth() == 0

@@ -87,7 +87,7 @@ def test_session_purge_deletes_expired_sessions_only(engine: Engine) -> None:
 
 def test_flush_download_counts_writes_what_the_nets_counted(engine: Engine, tmp_path: Path) -> None:
     storage, clock = Storage(engine), Clock()
-    nets = NetLibrary(storage, tmp_path / "nets", clock)
+    nets = NetLibrary(storage, clock)
     name = f"nn-{hashlib.sha256(NET).hexdigest()[:12]}.nnue"
     nets.add("alice", name, stage(tmp_path, NET))
     runs = Runs(storage, task_gate=threading.Semaphore(5), clock=clock)

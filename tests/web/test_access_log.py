@@ -11,10 +11,12 @@ from starlette.testclient import TestClient
 
 from arbiter.web.access_log import AccessLogMiddleware
 from arbiter.web.app import create_app
+from arbiter.web.request_id import RequestIdMiddleware
 from arbiter.web.settings import Settings
 from tests.web.live_server import PASSWORD, create_user, start_server, stop
 from tests.web.support import STRONG_PASSWORD, log_in, make_user
 
+TEXT_LINE = re.compile(r" INFO arbiter\.access \[[0-9a-f]{16}\]: (.*)")
 LINE = re.compile(r"(\S+) (\S+) (\d{3}) (\d+\.\d)ms (\S+) (\S+)")
 
 
@@ -89,7 +91,8 @@ def test_the_setting_leaves_the_middleware_out(settings: Settings) -> None:
     def middleware_of(app_settings: Settings) -> list[type]:
         return [m.cls for m in create_app(app_settings).user_middleware]  # type: ignore[misc]
 
-    assert middleware_of(settings)[0] is AccessLogMiddleware
+    # Outermost but for the request id, which its line carries.
+    assert middleware_of(settings)[:2] == [RequestIdMiddleware, AccessLogMiddleware]
     assert AccessLogMiddleware not in middleware_of(settings.with_changes(access_log=False))
 
 
@@ -103,8 +106,9 @@ def test_a_real_server_logs_one_line_per_request(tmp_path: Path) -> None:
         assert httpx.get(server.url + "/api/calc_elo?W=1").status_code == 400
     finally:
         stop(server)
-    lines = [line for line in server.output().splitlines() if " arbiter.access: " in line]
-    requests = [line.split(" arbiter.access: ", 1)[1] for line in lines]
+    # "<time> INFO arbiter.access [<request id>]: <line>"
+    found = [TEXT_LINE.search(line) for line in server.output().splitlines()]
+    requests = [match.group(1) for match in found if match]
     assert any(
         LINE.fullmatch(r)
         and r.startswith("POST /api/request_version 200 ")

@@ -3,7 +3,7 @@
 from starlette.routing import Mount, Route
 
 from arbiter.protocol import WORKER_PATHS
-from arbiter.web.routes import routes
+from arbiter.web.routes import MONITORING_PATHS, routes
 
 EXPECTED = {
     ("/api/request_version", "POST"),
@@ -43,6 +43,9 @@ EXPECTED = {
     ("/api/book/{name}", "GET"),
     ("/api/worker/package.json", "GET"),
     ("/api/worker/package", "GET"),
+    ("/healthz", "GET"),
+    ("/readyz", "GET"),
+    ("/metrics", "GET"),
     ("/", "GET"),
     ("/tests", "GET"),
     ("/tests/finished", "GET"),
@@ -111,3 +114,8 @@ def test_routed_worker_endpoints_are_post_only() -> None:
     for path, method in route_table():
         if path in WORKER_PATHS:
             assert method == "POST"
+
+
+def test_monitoring_paths_are_routed() -> None:
+    paths = {route.path for route in routes() if isinstance(route, Route)}
+    assert set(MONITORING_PATHS) <= paths

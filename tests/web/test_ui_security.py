@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from arbiter.storage.engine import sqlite_url
 from arbiter.storage.schema import metadata
 from arbiter.web.app import create_app
-from arbiter.web.routes import routes
+from arbiter.web.routes import MONITORING_PATHS, routes
 from arbiter.web.settings import Settings
 from tests.web.runs_support import submit, users
 from tests.web.support import log_in, make_user, state
@@ -30,6 +30,7 @@ def page_routes(method: str) -> list[str]:
             if isinstance(route, Route)
             and method in (route.methods or ())
             and not route.path.startswith("/api/")
+            and route.path not in MONITORING_PATHS
         }
     )
 

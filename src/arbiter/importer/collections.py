@@ -8,7 +8,6 @@ sub-list of what `prepare` returned.
 import hashlib
 import os
 import secrets
-import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from argon2 import PasswordHasher
 from sqlalchemy import select
 
 from arbiter.domain.errors import ValidationError
+from arbiter.domain.files.stored import NET, is_stored, store
 from arbiter.domain.run_args import matching_archs
 from arbiter.importer.others import (
     UserFields,
@@ -162,40 +162,48 @@ def prepare_actions(documents: list[Document]) -> Prepared:
 # ------------------------------------------------------------------ nets
 
 
-def nets_kind(nets_dir: Path | None, library_dir: Path) -> Kind:
+def nets_kind(nets_dir: Path | None) -> Kind:
     """Net metadata, and the file itself when `nets_dir` has it (hash-checked,
-    copied into the data dir's nets/ as an upload would be)."""
+    stored in the database's chunks with its record, as an upload would be)."""
 
     def prepare(documents: list[Document]) -> Prepared:
         prepared = Prepared()
         for _, net in _each(documents, convert_net, prepared):
-            sha256, size = _net_file(net.name, nets_dir, library_dir, prepared)
-            prepared.items.append(
-                NetRecord(
-                    name=net.name,
-                    username=net.username,
-                    sha256=sha256,
-                    size=size,
-                    uploaded_at=net.uploaded_at,
-                    downloads=net.downloads,
-                    is_master=net.is_master,
-                    first_test=net.first_test,
-                    last_test=net.last_test,
-                )
+            source = _net_file(net.name, nets_dir, prepared)
+            sha256, size = ("", 0) if source is None else (source[1], source[0].stat().st_size)
+            record = NetRecord(
+                name=net.name,
+                username=net.username,
+                sha256=sha256,
+                size=size,
+                uploaded_at=net.uploaded_at,
+                downloads=net.downloads,
+                is_master=net.is_master,
+                first_test=net.first_test,
+                last_test=net.last_test,
             )
+            prepared.items.append((record, None if source is None else source[0]))
         return prepared
 
-    return Kind(prepare, lambda tx, records: tx.imports.add_nets(records))
+    return Kind(prepare, write_nets)
 
 
-def _net_file(
-    name: str, nets_dir: Path | None, library_dir: Path, prepared: Prepared
-) -> tuple[str, int]:
-    """(sha256, size) of the net's file once it is in the library; ("", 0) without one."""
+def write_nets(tx: Tx, nets: list[tuple[NetRecord, Path | None]]) -> None:
+    """The records not stored yet, and the bytes of those that have a file (a
+    second import of the same dump finds them stored and writes nothing)."""
+    tx.imports.add_nets([record for record, _ in nets])
+    for record, source in nets:
+        if source is not None and not is_stored(tx, NET, record.name, record.size):
+            store(tx, NET, record.name, source)
+
+
+def _net_file(name: str, nets_dir: Path | None, prepared: Prepared) -> tuple[Path, str] | None:
+    """The net's file in the dump and its sha256, when it has one that hashes to
+    the name."""
     source = None if nets_dir is None else nets_dir / name
     if source is None or not source.is_file():
         prepared.notes.append("net file not in the dump: metadata only")
-        return "", 0
+        return None
     digest = hashlib.sha256()
     with source.open("rb") as file:
         while chunk := file.read(1 << 20):
@@ -203,14 +211,8 @@ def _net_file(
     sha256 = digest.hexdigest()
     if not name.startswith(f"nn-{sha256[:12]}"):
         prepared.notes.append("net file does not hash to its name: metadata only")
-        return "", 0
-    target = library_dir / name
-    if not target.is_file():
-        library_dir.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{name}.importing")
-        shutil.copyfile(source, partial)
-        partial.replace(target)
-    return sha256, source.stat().st_size
+        return None
+    return source, sha256
 
 
 # ------------------------------------------------------------------ the rest
@@ -244,16 +246,14 @@ def write_kv(tx: Tx, pairs: list[tuple[str, Any]]) -> None:
         tx.kv.set(key, value)
 
 
-def kinds(
-    storage: Storage, hasher: PasswordHasher, nets_dir: Path | None, library_dir: Path
-) -> dict[str, Kind]:
+def kinds(storage: Storage, hasher: PasswordHasher, nets_dir: Path | None) -> dict[str, Kind]:
     """The collections imported, in import order (users before their runs'
     pages are looked at, runs before the actions that name them)."""
     return {
         "users": users_kind(storage, hasher),
         "runs": Kind(prepare_runs, write_runs),
         "actions": Kind(prepare_actions, lambda tx, rows: tx.imports.add_actions(rows)),
-        "nns": nets_kind(nets_dir, library_dir),
+        "nns": nets_kind(nets_dir),
         "pgns": Kind(prepare_pgns, lambda tx, rows: tx.imports.add_pgns(rows)),
         "workers": Kind(prepare_workers, write_workers),
         "kvstore": Kind(prepare_kv, write_kv),

@@ -31,7 +31,6 @@ def import_command(args: argparse.Namespace) -> int:
                 storage,
                 files,
                 hasher=password_hasher(settings),
-                library_dir=settings.data_dir / "nets",
                 options=options,
                 progress=Progress(),
             )

@@ -53,7 +53,6 @@ class FishtestImport:
         files: dict[str, CollectionFile],
         *,
         hasher: PasswordHasher,
-        library_dir: Path,
         options: ImportOptions,
         progress: Progress,
     ) -> None:
@@ -61,7 +60,7 @@ class FishtestImport:
         self._files = files
         self._options = options
         self._progress = progress
-        self._kinds = kinds(storage, hasher, options.nets_dir, library_dir)
+        self._kinds = kinds(storage, hasher, options.nets_dir)
         self._prefix = f"import/fishtest/{fingerprint(files)[:16]}/"
         self._batches = 0
 

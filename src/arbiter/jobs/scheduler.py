@@ -202,6 +202,15 @@ class JobScheduler:
                 return slot.future
             return self._submit(slot)
 
+    def queue_depth(self) -> int:
+        """Job runs submitted and waiting for an executor thread."""
+        with self._lock:
+            return sum(
+                1
+                for slot in self._slots.values()
+                if slot.future is not None and not slot.future.running() and slot.busy()
+            )
+
     def status(self) -> list[JobStatus]:
         """A snapshot of every job, in table order."""
         with self._lock:

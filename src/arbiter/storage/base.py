@@ -242,6 +242,18 @@ class TaskStore(Protocol):
         ...
 
 
+class FileChunkStore(Protocol):
+    """Nets' and books' bytes (storage/schema.py `file_chunks`)."""
+
+    def put(self, kind: str, name: str, seq: int, data: bytes, sha256: str) -> None: ...
+    def get(self, kind: str, name: str, seq: int) -> tuple[bytes, str] | None:
+        """One chunk's bytes and their recorded SH-256 (hex)."""
+        ...
+
+    def count(self, kind: str, name: str) -> int: ...
+    def delete(self, kind: str, name: str) -> int: ...
+
+
 class PgnStore(Protocol):
     def put(self, run_id: str, task_id: int, pgn_zip: bytes, at: float) -> None:
         """Store (or replace: a worker may retry its upload) a task's gzip PGN."""

@@ -17,6 +17,7 @@ PostgreSQL is reached through psycopg 3; `postgresql://` URLs are accepted as is
 """
 
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from arbiter.storage import durability
 from arbiter.storage.errors import DatabaseNotOpened
+from arbiter.telemetry import COMMIT_SECONDS
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # A wrong or unreachable PostgreSQL host fails start-up within this many seconds
@@ -205,16 +207,26 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
     once SQLite has it and the block's exit will wait for the rest."""
     writers = _WRITERS.get(engine)
     if writers is None:  # PostgreSQL makes each commit durable itself
-        with engine.connect() as connection, connection.begin():
+        with engine.connect() as connection, connection.begin() as transaction:
             yield connection
+            _timed_commit(transaction)
         return
     with writers.lock, engine.connect() as connection:
         connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
-        with connection.begin():
+        with connection.begin() as transaction:
             yield connection
+            committing = time.perf_counter()
+            transaction.commit()
         ticket = writers.sync.ticket() if writers.sync is not None else 0
     if writers.sync is not None:
         durability.settle(writers.sync, ticket)
+    COMMIT_SECONDS.observe(time.perf_counter() - committing)
+
+
+def _timed_commit(transaction: RootTransaction) -> None:
+    started = time.perf_counter()
+    transaction.commit()
+    COMMIT_SECONDS.observe(time.perf_counter() - started)
 
 
 @contextmanager

@@ -222,6 +222,19 @@ pgns = Table(
     Column("uploaded_at", Float, nullable=False),
 )
 
+# Nets and hosted books, in chunks, so every process serves them from the
+# database alone (no shared filesystem). `kind` is "net" or "book"; chunks are
+# numbered from 0, each CHUNK_BYTES long but the last, with its own SHA-256.
+file_chunks = Table(
+    "file_chunks",
+    metadata,
+    Column("kind", String(8), primary_key=True),
+    Column("name", String(255), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("sha256", String(64), nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)
+
 kv = Table(
     "kv",
     metadata,

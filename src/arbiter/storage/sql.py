@@ -21,6 +21,7 @@ from arbiter.storage import durability
 from arbiter.storage.base import (
     ActionStore,
     BookStore,
+    FileChunkStore,
     KVStore,
     NetStore,
     PgnStore,
@@ -34,7 +35,7 @@ from arbiter.storage.base import (
 from arbiter.storage.engine import read_transaction, write_transaction
 from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.sql_actions import SqlActionStore
-from arbiter.storage.sql_files import SqlBookStore, SqlNetStore, SqlPgnStore
+from arbiter.storage.sql_files import SqlBookStore, SqlFileChunkStore, SqlNetStore, SqlPgnStore
 from arbiter.storage.sql_import import SqlImportStore
 from arbiter.storage.sql_kv import SqlKVStore
 from arbiter.storage.sql_notify import SqlFollowStore, SqlRunEventStore, SqlWebhookStore
@@ -111,6 +112,10 @@ class Tx:
     @cached_property
     def webhooks(self) -> SqlWebhookStore:
         return SqlWebhookStore(self.connection)
+
+    @cached_property
+    def file_chunks(self) -> FileChunkStore:
+        return SqlFileChunkStore(self.connection)
 
 
 class Storage:

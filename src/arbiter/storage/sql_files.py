@@ -1,7 +1,7 @@
 """Task PGNs, nets and opening books on SQL.
 
-PGNs live in the database (one gzip member per task, small); nets and books
-are files under the data dir and only their metadata is here.
+PGNs live in the database as one gzip member per task; nets and hosted books
+as their metadata rows plus their bytes in numbered chunks (`file_chunks`).
 """
 
 from collections.abc import Mapping, Sequence
@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, and_, delete, func, select, true, update
 
 from arbiter.storage.records import BookRecord, NetRecord, NetSearch, PgnInfo
-from arbiter.storage.schema import books, nets, pgns
+from arbiter.storage.schema import books, file_chunks, nets, pgns
 from arbiter.storage.sql_common import unique, upsert
 
 
@@ -114,3 +114,29 @@ class SqlBookStore:
     def list(self) -> list[BookRecord]:
         query = select(books).order_by(books.c.name)
         return [BookRecord(**row._mapping) for row in self._connection.execute(query)]
+
+
+class SqlFileChunkStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def put(self, kind: str, name: str, seq: int, data: bytes, sha256: str) -> None:
+        row = {"kind": kind, "name": name, "seq": seq, "sha256": sha256, "data": data}
+        self._connection.execute(file_chunks.insert().values(row))
+
+    def get(self, kind: str, name: str, seq: int) -> tuple[bytes, str] | None:
+        query = select(file_chunks.c.data, file_chunks.c.sha256).where(
+            file_chunks.c.kind == kind, file_chunks.c.name == name, file_chunks.c.seq == seq
+        )
+        row = self._connection.execute(query).one_or_none()
+        return None if row is None else (bytes(row.data), str(row.sha256))
+
+    def count(self, kind: str, name: str) -> int:
+        query = select(func.count()).where(file_chunks.c.kind == kind, file_chunks.c.name == name)
+        return int(self._connection.execute(query).scalar_one())
+
+    def delete(self, kind: str, name: str) -> int:
+        statement = delete(file_chunks).where(
+            file_chunks.c.kind == kind, file_chunks.c.name == name
+        )
+        return self._connection.execute(statement).rowcount

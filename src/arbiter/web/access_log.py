@@ -58,14 +58,25 @@ class AccessLogMiddleware:
             status = status or 500
             raise
         finally:
+            route, client, user = route_of(scope), client_of(scope), user_of(scope)
+            milliseconds = (time.perf_counter() - started) * 1000
+            fields = {
+                "method": method,
+                "route": route,
+                "status": status,
+                "duration_ms": round(milliseconds, 1),
+                "client": client,
+                "user": user,
+            }
             self.logger.info(
                 "%s %s %d %.1fms %s %s",
                 method,
-                route_of(scope),
+                route,
                 status,
-                (time.perf_counter() - started) * 1000,
-                client_of(scope),
-                user_of(scope),
+                milliseconds,
+                client,
+                user,
+                extra={"fields": fields},
             )
 
 

@@ -39,6 +39,7 @@ from arbiter.web.bootstrap import (
 )
 from arbiter.web.errors import exception_handlers
 from arbiter.web.lease import LeaseKeeper, paused_without_lease
+from arbiter.web.metrics import AppMetrics, MetricsMiddleware
 from arbiter.web.middleware import (
     BodySizeLimitMiddleware,
     HeadMethodMiddleware,
@@ -48,6 +49,7 @@ from arbiter.web.middleware import (
     ShutdownGuardMiddleware,
 )
 from arbiter.web.redirects import relative_slash_redirects
+from arbiter.web.request_id import RequestIdMiddleware
 from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
 from arbiter.web.sessions import EndedSessionRedirectMiddleware, SessionMiddleware
 from arbiter.web.settings import Settings, SettingsError
@@ -118,6 +120,7 @@ def create_app(
         holder["state"] = await run_in_threadpool(open_state, settings)
         app.state.arbiter = holder["state"]
         if keeper is not None:
+            holder["state"].lease_held = lambda: keeper.serving
             await run_in_threadpool(keeper.start, holder["state"].storage)
         holder["state"].jobs = await run_in_threadpool(start_jobs, holder["state"], job_table)
         if tune_runtime:
@@ -170,14 +173,18 @@ def create_app(
         ),
         Middleware(EndedSessionRedirectMiddleware),
     ]
+    metrics = AppMetrics()
+    middleware.insert(0, Middleware(MetricsMiddleware, metrics=metrics))
     if settings.access_log:
         middleware.insert(0, Middleware(AccessLogMiddleware))  # outermost: sees every reply
+    middleware.insert(0, Middleware(RequestIdMiddleware))  # its id is in every line below
     app = Starlette(
         routes=routes(),
         middleware=middleware,
         exception_handlers=exception_handlers(),
         lifespan=lifespan,
     )
+    app.state.metrics = metrics
     relative_slash_redirects(app.router)
     return app
 

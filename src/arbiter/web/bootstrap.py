@@ -31,7 +31,7 @@ from arbiter.protocol.repo_policy import RepoPolicy, parse_allow
 from arbiter.storage import Storage
 from arbiter.storage.engine import describe_url, make_engine, probe
 from arbiter.storage.lease import PrimaryLease
-from arbiter.storage.migrate import current_revision, head_revision, upgrade
+from arbiter.storage.migrate import SchemaStatus, schema_status, upgrade
 from arbiter.storage.repo_locks import repo_locks
 from arbiter.web.settings import Settings, SettingsError
 from arbiter.web.state import AppState
@@ -44,20 +44,35 @@ SECRET_KEY_NAME = "session_secret"  # noqa: S105 - the kv key, not the secret
 JobTable = Callable[[AppState], Sequence[Job]]
 
 
-def prepare_database(engine: Engine) -> bool:
-    """Migrate an empty database; refuse to run on a schema of another version.
-    True when the schema was created just now."""
-    current, head = current_revision(engine), head_revision()
-    if current == head:
+def prepare_database(engine: Engine, *, secondary: bool = False) -> bool:
+    """Migrate an empty database; refuse to run on a schema of another version,
+    except that a secondary serves on a newer schema that says this code may
+    (expand, then contract: storage/migrate.py). True when created just now."""
+    status = schema_status(engine)
+    if status.state == "current":
         return False
-    if current is None:
+    if status.state == "empty":
         log.info("empty database: applying migrations")
         upgrade(engine)
         return True
-    raise SettingsError(
-        f"the database schema is at revision {current}, this Arbiter needs {head}: "
-        "run `arbiter db upgrade` first"
-    )
+    if status.state == "newer_compatible" and secondary:
+        log.warning(
+            "the database schema is at revision %s, newer than this Arbiter's %s; it is "
+            "compatible, so this secondary serves: upgrade it soon",
+            status.current,
+            status.head,
+        )
+        return False
+    raise SettingsError(schema_refusal(status))
+
+
+def schema_refusal(status: SchemaStatus) -> str:
+    where = f"the database schema is at revision {status.current}, this Arbiter needs {status.head}"
+    if status.state == "behind":
+        return f"{where}: run `arbiter db upgrade` first"
+    if status.state == "newer_compatible":
+        return f"{where}: a primary must run the Arbiter of its schema (secondaries may lag)"
+    return f"{where}: the database is newer than this Arbiter; upgrade Arbiter"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +99,7 @@ def open_database(settings: Settings, lease: PrimaryLease | None) -> OpenedDatab
         if lease is not None:
             lease.acquire()
         probe(engine)
-        created = prepare_database(engine)
+        created = prepare_database(engine, secondary=not settings.is_primary)
         with Storage(engine).read() as tx:
             runs = sum(tx.runs.count_by_user().values())
         url = engine.url
@@ -192,7 +207,7 @@ def code_source(settings: Settings) -> CodeSource:
 def open_state(settings: Settings) -> AppState:
     engine = make_engine(settings.resolved_database_url)
     try:
-        prepare_database(engine)
+        prepare_database(engine, secondary=not settings.is_primary)
         storage = Storage(engine)
         gate = threading.Semaphore(settings.task_semaphore_size)
         books = open_books(storage, settings)
@@ -213,7 +228,7 @@ def open_state(settings: Settings) -> AppState:
             secret_key=load_secret_key(storage, settings.secret_key),
             runs=runs,
             pgns=PgnArchive(storage),
-            nets=NetLibrary(storage, settings.data_dir / "nets"),
+            nets=NetLibrary(storage),
             books=books,
             task_semaphore=gate,
             worker_package=publish_worker_package(settings),

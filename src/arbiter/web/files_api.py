@@ -10,7 +10,6 @@ nosniff, from the middleware): a PGN or net crafted as HTML stays a file.
 """
 
 import re
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -24,6 +23,7 @@ from arbiter.domain.files.staging import StagedUpload, StagingFile
 from arbiter.domain.files.worker_package import WorkerPackage
 from arbiter.storage.records import BookRecord, NetRecord
 from arbiter.web.api import app_state
+from arbiter.web.downloads import stored_file_response
 from arbiter.web.errors import ApiError
 from arbiter.web.jsonio import json_reply
 from arbiter.web.middleware import is_head_request
@@ -140,9 +140,9 @@ async def download_net(request: Request) -> Response:
     name = str(request.path_params["name"])
     # A HEAD only asks about the net: it is not a download.
     count = not is_head_request(request.scope)
-    nets = app_state(request).nets
-    _net, path = await run_in_threadpool(nets.open_for_download, name, count=count)
-    return _file(path, name)
+    state = app_state(request)
+    _net, stored = await run_in_threadpool(state.nets.open_for_download, name, count=count)
+    return await stored_file_response(request, state.storage, stored, _download_headers(name))
 
 
 # ---------------------------------------------------------------- books
@@ -170,8 +170,9 @@ async def list_books(request: Request) -> Response:
 
 async def download_book(request: Request) -> Response:
     name = str(request.path_params["name"])
-    path = await run_in_threadpool(app_state(request).books.path_for_download, name)
-    return _file(path, name)
+    state = app_state(request)
+    _book, stored = await run_in_threadpool(state.books.open_for_download, name)
+    return await stored_file_response(request, state.storage, stored, _download_headers(name))
 
 
 # ---------------------------------------------------------------- the worker's own package
@@ -197,5 +198,5 @@ async def download_worker_package(request: Request) -> Response:
     )
 
 
-def _file(path: Path, name: str) -> Response:
-    return FileResponse(path, media_type="application/octet-stream", headers=_attachment(name))
+def _download_headers(name: str) -> dict[str, str]:
+    return {"content-type": "application/octet-stream", **_attachment(name)}

@@ -8,7 +8,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from arbiter.domain.files.pgns import MAX_PGN_UPLOAD_BODY
-from arbiter.web import api, files_api, runs_api, worker_api
+from arbiter.web import api, files_api, health, runs_api, worker_api
 from arbiter.web.templating import STATIC_DIR
 from arbiter.web.ui import (
     accounts,
@@ -27,6 +27,8 @@ from arbiter.web.ui import (
 
 # Paths whose bodies may be as large as ARBITER_MAX_UPLOAD_BYTES (nets).
 UPLOAD_PATHS: tuple[str, ...] = ("/upload", "/api/upload_net", "/api/upload_book")
+# Health and monitoring: JSON and Prometheus text, not pages (web/health.py).
+MONITORING_PATHS: tuple[str, ...] = ("/healthz", "/readyz", "/metrics")
 # Exact paths with a limit of their own.
 PATH_BODY_LIMITS = {"/api/upload_pgn": MAX_PGN_UPLOAD_BODY}
 
@@ -70,6 +72,10 @@ def routes() -> list[BaseRoute]:
         Route("/api/get_run/{run_id}", runs_api.get_run, methods=["GET"]),
         Route("/api/get_task/{run_id}/{task_id}", runs_api.get_task, methods=["GET"]),
         Route("/api/get_elo/{run_id}", runs_api.get_elo, methods=["GET"]),
+        # Health and monitoring (web/health.py)
+        Route("/healthz", health.healthz, methods=["GET"]),
+        Route("/readyz", health.readyz, methods=["GET"]),
+        Route("/metrics", health.metrics, methods=["GET"]),
         # Pages
         Route("/", home.index, methods=["GET"]),
         Route("/tests", runs.tests, methods=["GET"]),

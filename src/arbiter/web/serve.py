@@ -7,7 +7,6 @@ so reconnection bursts queue in the kernel, and never `limit_concurrency`
 
 import argparse
 import errno
-import logging
 import os
 import socket
 import sys
@@ -22,6 +21,7 @@ from arbiter.storage.lease import primary_lease
 from arbiter.web.app import create_app, require_single_process_on_primary
 from arbiter.web.bootstrap import open_database
 from arbiter.web.connection_limits import ConnectionLimits, protocol_class, raise_fd_limit
+from arbiter.web.logs import configure_logging
 from arbiter.web.settings import Settings, SettingsError
 
 BACKLOG = 16384
@@ -74,9 +74,7 @@ def serve_command(args: argparse.Namespace) -> int:
         if lease is not None:
             lease.release()
         return 2
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(settings.log_level, settings.log_format)
     print(banner(settings, database.summary()), flush=True)
     raise_fd_limit()
     config = uvicorn_config(
@@ -141,6 +139,7 @@ def uvicorn_config(
         backlog=BACKLOG,
         timeout_keep_alive=75,  # longer than a worker's 30 s request timeout
         log_level=log_level,
+        log_config=None,  # uvicorn's lines go through our handler (web/logs.py), JSON too
         access_log=False,
         proxy_headers=True,
     )

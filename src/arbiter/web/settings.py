@@ -8,6 +8,7 @@ THREADPOOL_TOKENS sizes anyio's default thread limiter (applied at start-up),
 TASK_SEMAPHORE_SIZE caps how many request_task calls may hold a token at once.
 """
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -31,6 +32,7 @@ def half_the_cpus() -> int:
 
 
 Role = Literal["primary", "secondary"]
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class SettingsError(ValueError):
@@ -113,11 +115,19 @@ class Settings:
     git_max_depth: int = 4096
     git_diff_kib: int = 512
     git_official_repo: str = ""
+    # Who may read /metrics: addresses or networks, comma-separated.
+    metrics_allow: str = "127.0.0.1,::1"
+    # Log lines as text (one line, for a terminal) or JSON objects (for a collector).
+    log_format: str = "text"
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def is_primary(self) -> bool:
         return self.role == "primary"
+
+    @property
+    def metrics_networks(self) -> tuple[Network, ...]:
+        return parse_networks(self.metrics_allow)
 
     @property
     def resolved_database_url(self) -> str:
@@ -156,6 +166,12 @@ class Settings:
             raise SettingsError("ARBITER_WEBHOOK_PERIOD_SECONDS must be positive")
         if self.lease_check_seconds <= 0:
             raise SettingsError("ARBITER_LEASE_CHECK_SECONDS must be positive")
+        if self.log_format not in ("text", "json"):
+            raise SettingsError(f"ARBITER_LOG_FORMAT must be text or json, not {self.log_format!r}")
+        try:
+            parse_networks(self.metrics_allow)
+        except ValueError as error:
+            raise SettingsError(f"ARBITER_METRICS_ALLOW: {error}") from None
         if self.max_connections < 0:
             raise SettingsError("ARBITER_MAX_CONNECTIONS must be 0 (automatic) or positive")
         self._validate_password_limits()
@@ -207,6 +223,20 @@ class Settings:
                 "ARBITER_PASSWORD_FORGET_SECONDS must be at least"
                 " ARBITER_PASSWORD_MAX_DELAY_SECONDS"
             )
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """Addresses or networks, comma-separated; ValueError names a bad one."""
+    networks = []
+    for part in text.split(","):
+        item = part.strip()
+        if not item:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(f"{item!r} is not an address or network") from None
+    return tuple(networks)
 
 
 def _convert(name: str, raw: str, kind: type) -> Any:

@@ -1,6 +1,7 @@
 """The per-process state the lifespan builds and the handlers use."""
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -43,3 +44,5 @@ class AppState:
     # The worker wheel served for self-update (built at start-up; None in tests
     # that build the state by hand).
     worker_package: WorkerPackage | None = None
+    # Whether this process may serve the worker API: a primary's lease (web/lease.py).
+    lease_held: Callable[[], bool] = lambda: True

@@ -3,6 +3,8 @@
 from pathlib import Path
 
 from arbiter.domain.files.staging import StagedUpload, StagingFile
+from arbiter.domain.files.stored import StoredFile, chunk_count, read_chunk
+from arbiter.storage import Storage
 
 
 def stage(directory: Path, data: bytes, limit: int = 1 << 30) -> StagedUpload:
@@ -14,3 +16,8 @@ def stage(directory: Path, data: bytes, limit: int = 1 << 30) -> StagedUpload:
 
 def staged_files(directory: Path) -> list[Path]:
     return sorted((directory / "staging").glob("*"))
+
+
+def stored_bytes(storage: Storage, file: StoredFile) -> bytes:
+    """A stored file read back whole, chunk by checked chunk, as a download reads it."""
+    return b"".join(read_chunk(storage, file, seq) for seq in range(chunk_count(file.size)))

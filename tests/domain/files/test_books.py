@@ -9,7 +9,7 @@ from arbiter.domain.files import book_check
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.run_args import DEFAULT_BOOK
 from arbiter.storage import Storage
-from tests.domain.files.support import stage, staged_files
+from tests.domain.files.support import stage, staged_files, stored_bytes
 from tests.domain.support import Clock
 
 EPD = (
@@ -32,12 +32,14 @@ def library(storage: Storage, clock: Clock, tmp_path: Path) -> BookLibrary:
 
 @pytest.mark.parametrize(("name", "data", "total"), [("two.epd", EPD, 2), ("two.pgn", PGN, 2)])
 def test_upload_counts_positions_and_hashes(
-    library: BookLibrary, tmp_path: Path, name: str, data: bytes, total: int
+    library: BookLibrary, storage: Storage, tmp_path: Path, name: str, data: bytes, total: int
 ) -> None:
     book = library.add("alice", name, stage(tmp_path, data))
     assert (book.total, book.size, book.sri) == (total, len(data), sri(data))
     assert library.sri(name) == sri(data)
-    assert library.path_for_download(name).read_bytes() == data
+    _book, stored = library.open_for_download(name)
+    assert (stored.size, stored.etag) == (len(data), sri(data))
+    assert stored_bytes(storage, stored) == data
     assert staged_files(tmp_path) == []
 
 
@@ -81,19 +83,20 @@ def test_a_name_is_uploaded_once(library: BookLibrary, tmp_path: Path) -> None:
         library.add("bob", "two.epd", stage(tmp_path, EPD))
 
 
-def test_the_shipped_book_installs_once_and_survives_a_lost_file(
-    library: BookLibrary, storage: Storage, clock: Clock
+def test_the_shipped_book_installs_once_for_every_process(
+    library: BookLibrary, storage: Storage, clock: Clock, tmp_path: Path
 ) -> None:
     assert library.install_bundled()
     book = library.list()[0]
     assert book.name == DEFAULT_BOOK
     assert book.total >= 1000
     assert not library.install_bundled()
-    library.path_of(DEFAULT_BOOK).unlink()
-    again = BookLibrary(storage, library.directory, clock)
+    # Another process, with a data dir of its own: the book is in the database.
+    again = BookLibrary(storage, tmp_path / "elsewhere", clock)
     again.load()
-    assert not again.install_bundled()  # the row stays, the file comes back
-    assert sri(again.path_of(DEFAULT_BOOK).read_bytes()) == book.sri
+    assert not again.install_bundled()
+    _book, stored = again.open_for_download(DEFAULT_BOOK)
+    assert sri(stored_bytes(storage, stored)) == book.sri
 
 
 def test_load_reads_every_hash(library: BookLibrary, storage: Storage, tmp_path: Path) -> None:
@@ -108,4 +111,4 @@ def test_load_reads_every_hash(library: BookLibrary, storage: Storage, tmp_path:
 def test_unknown_books_are_not_found(library: BookLibrary) -> None:
     for name in ("nope.epd", "../books.epd", "x"):
         with pytest.raises(NotFound):
-            library.path_for_download(name)
+            library.open_for_download(name)

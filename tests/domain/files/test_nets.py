@@ -8,10 +8,12 @@ from arbiter.domain.actions import Actions
 from arbiter.domain.errors import NotFound, ValidationError
 from arbiter.domain.files.download_counts import DownloadCounts
 from arbiter.domain.files.nets import NetLibrary
+from arbiter.domain.files.stored import DamagedFile
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
 from arbiter.storage.errors import StorageUnavailable
-from tests.domain.files.support import stage, staged_files
+from arbiter.storage.schema import file_chunks
+from tests.domain.files.support import stage, staged_files, stored_bytes
 from tests.domain.support import Clock
 
 NET = b"NNUE" + bytes(range(256)) * 64
@@ -23,7 +25,7 @@ def net_name(data: bytes) -> str:
 
 @pytest.fixture
 def library(storage: Storage, clock: Clock, tmp_path: Path) -> NetLibrary:
-    return NetLibrary(storage, tmp_path / "nets", clock)
+    return NetLibrary(storage, clock)
 
 
 def test_upload_publishes_the_file_and_records_it(
@@ -33,7 +35,9 @@ def test_upload_publishes_the_file_and_records_it(
     net = library.add("alice", name, stage(tmp_path, NET))
     assert net.sha256 == hashlib.sha256(NET).hexdigest()
     assert net.size == len(NET)
-    assert library.path_of(name).read_bytes() == NET
+    _net, stored = library.open_for_download(name, count=False)
+    assert (stored.size, stored.etag) == (len(NET), net.sha256)
+    assert stored_bytes(storage, stored) == NET
     assert [n.name for n in library.list()] == [name]
     assert staged_files(tmp_path) == []
     logged = Actions(storage).list(ActionFilter(action="upload_nn"))
@@ -84,8 +88,8 @@ def test_downloads_are_counted_in_memory_and_written_by_a_flush(
     name = net_name(NET)
     library.add("alice", name, stage(tmp_path, NET))
     for _ in range(3):
-        _net, path = library.open_for_download(name)
-        assert path.read_bytes() == NET
+        _net, stored = library.open_for_download(name)
+        assert stored_bytes(storage, stored) == NET
     assert stored_downloads(storage, name) == 0  # a download is no database write
     assert library.get(name).downloads == 3  # what this process counted is shown
     assert [net.downloads for net in library.list()] == [3]
@@ -101,7 +105,7 @@ def test_flushes_of_two_processes_add_up(
 ) -> None:
     name = net_name(NET)
     library.add("alice", name, stage(tmp_path, NET))
-    other = NetLibrary(storage, library.directory)  # a secondary sharing the database
+    other = NetLibrary(storage)  # a secondary sharing the database
     library.open_for_download(name)
     other.open_for_download(name)
     other.open_for_download(name)
@@ -146,3 +150,23 @@ def test_counts_of_a_failed_flush_wait_for_the_next() -> None:
 def test_unknown_nets_are_not_found(library: NetLibrary, name: str) -> None:
     with pytest.raises(NotFound):
         library.open_for_download(name)
+
+
+def test_a_net_larger_than_a_chunk_is_stored_in_checked_chunks(
+    library: NetLibrary, storage: Storage, tmp_path: Path
+) -> None:
+    big = NET * 70  # 1.1 MiB: two chunks
+    name = net_name(big)
+    library.add("alice", name, stage(tmp_path, big))
+    _net, stored = library.open_for_download(name, count=False)
+    with storage.read() as tx:
+        assert tx.file_chunks.count("net", name) == 2
+    assert stored_bytes(storage, stored) == big
+    with storage.write() as tx:  # a damaged row: the bytes change, the recorded hash does not
+        tx.connection.execute(
+            file_chunks.update()
+            .where(file_chunks.c.name == name, file_chunks.c.seq == 1)
+            .values(data=b"not the net")
+        )
+    with pytest.raises(DamagedFile, match="chunk 1 is damaged"):
+        stored_bytes(storage, stored)

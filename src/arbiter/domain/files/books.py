@@ -33,7 +33,8 @@ from arbiter.domain.files.book_catalogue import (
     shipped_catalogue,
 )
 from arbiter.domain.files.book_check import count_positions
-from arbiter.domain.files.staging import StagedUpload, StagingFile, publish
+from arbiter.domain.files.staging import StagedUpload, StagingFile
+from arbiter.domain.files.stored import BOOK, StoredFile, store
 from arbiter.domain.run_args import DEFAULT_BOOK  # shipped, see scripts/make_default_book.py
 from arbiter.storage import Storage
 from arbiter.storage.errors import DuplicateKey
@@ -201,35 +202,32 @@ class BookLibrary:
                     username=book.username,
                     message=message,
                 )
-                publish(staged, self.path_of(book.name))
+                store(tx, BOOK, book.name, staged.path)  # all of it or nothing
         except DuplicateKey:
             raise ValidationError("name", f"{book.name} is already uploaded") from None
 
     def install_bundled(self) -> bool:
         """Add the book shipped with Arbiter unless it is there; True if added."""
-        if self.is_hosted(DEFAULT_BOOK) and self.path_of(DEFAULT_BOOK).is_file():
+        if self.is_hosted(DEFAULT_BOOK):
             return False
         staging = StagingFile(self.directory / ".staging", limit=1 << 30)
         with (_BUNDLED / DEFAULT_BOOK).open("rb") as source:
             for chunk in iter(lambda: source.read(1 << 16), b""):
                 staging.write(chunk)
-        staged = staging.finish()
-        if self.is_hosted(DEFAULT_BOOK):
-            # Row present, file lost (a fresh data dir on a shared database).
-            publish(staged, self.path_of(DEFAULT_BOOK))
-            return False
-        self.add(SYSTEM_USER, DEFAULT_BOOK, staged)
+        self.add(SYSTEM_USER, DEFAULT_BOOK, staging.finish())
         return True
-
-    def path_of(self, name: str) -> Path:
-        return self.directory / name
 
     def list(self) -> list[BookRecord]:
         with self._storage.read() as tx:
             return tx.books.list()
 
-    def path_for_download(self, name: str) -> Path:
-        path = self.path_of(name)
-        if not BOOK_NAME.match(name) or not self.is_hosted(name) or not path.is_file():
+    def open_for_download(self, name: str) -> tuple[BookRecord, StoredFile]:
+        """The book and how to read it, from the database: a book uploaded through
+        another process since this one started is served too."""
+        if not BOOK_NAME.match(name):
             raise NotFound(f"Unknown book {name}")
-        return path
+        with self._storage.read() as tx:
+            book = tx.books.get(name)
+        if book is None:
+            raise NotFound(f"Unknown book {name}")
+        return book, StoredFile(BOOK, name, book.size, book.sri)

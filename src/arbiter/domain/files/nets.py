@@ -12,12 +12,12 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from arbiter.domain.actions import record
 from arbiter.domain.errors import NotFound, ValidationError
 from arbiter.domain.files.download_counts import DownloadCounts
-from arbiter.domain.files.staging import StagedUpload, publish
+from arbiter.domain.files.staging import StagedUpload
+from arbiter.domain.files.stored import NET, StoredFile, store
 from arbiter.storage import Storage
 from arbiter.storage.errors import DuplicateKey
 from arbiter.storage.records import NetRecord, NetSearch
@@ -41,11 +41,8 @@ def check_net_name(name: str) -> None:
 
 
 class NetLibrary:
-    def __init__(
-        self, storage: Storage, directory: Path, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, storage: Storage, clock: Callable[[], float] = time.time) -> None:
         self._storage = storage
-        self.directory = directory
         self._clock = clock
         self.downloads = DownloadCounts(self._write_downloads)
 
@@ -82,14 +79,10 @@ class NetLibrary:
                     message=f"{net.name} ({net.size} bytes)",
                     data={"nn": net.name},  # the reference's upload_nn names it so
                 )
-                # Inside the transaction: if the rename fails nothing is recorded;
-                # if the commit fails the file is orphaned but a retry replaces it.
-                publish(staged, self.path_of(net.name))
+                # The bytes in the same transaction: all of the net or nothing.
+                store(tx, NET, net.name, staged.path)
         except DuplicateKey:
             raise ValidationError("name", f"{net.name} is already uploaded") from None
-
-    def path_of(self, name: str) -> Path:
-        return self.directory / name
 
     def get(self, name: str) -> NetRecord:
         with self._storage.read() as tx:
@@ -111,19 +104,18 @@ class NetLibrary:
         pages = max(1, -(-total // per_page))
         return NetPage(tuple(self._with_pending(net) for net in nets), total, page, pages)
 
-    def open_for_download(self, name: str, *, count: bool = True) -> tuple[NetRecord, Path]:
-        """The net and its file; a read. `count` adds one to the net's downloads
-        in memory (a HEAD request passes False: it downloads nothing)."""
+    def open_for_download(self, name: str, *, count: bool = True) -> tuple[NetRecord, StoredFile]:
+        """The net and how to read it (`stored.read_chunks`); a read. `count` adds
+        one to the net's downloads in memory (a HEAD passes False: it downloads nothing)."""
         if not NET_NAME.fullmatch(name):
             raise NotFound(f"Unknown net {name}")
-        path = self.path_of(name)
         with self._storage.read() as tx:
             net = tx.nets.get(name)
-        if net is None or not path.is_file():
+        if net is None:
             raise NotFound(f"Unknown net {name}")
         if count:
             self.downloads.count(name)
-        return net, path
+        return net, StoredFile(NET, name, net.size, net.sha256)
 
     def flush_downloads(self) -> int:
         """Write the downloads counted since the last flush; how many. [JOB, shutdown]"""

@@ -63,3 +63,8 @@ class AdmissionGate:
         """How many places `account` holds now."""
         with self._lock:
             return self._held[account.lower()]
+
+    def occupied(self) -> int:
+        """Places held now, by every account together."""
+        with self._lock:
+            return sum(self._held.values())

@@ -82,6 +82,11 @@ class Registry:
         with self._lock:
             return list(self._runs.values())
 
+    def counts(self) -> tuple[int, int]:
+        """(unfinished runs, machines holding an active task), for monitoring."""
+        with self._lock:
+            return len(self._runs), len(self._active_by_worker)
+
     def put(self, state: RunState, *, lease_from: float | None = None) -> None:
         """Track a run; its active tasks get leases from `lease_from` (start-up grace)."""
         start = self._clock() if lease_from is None else lease_from

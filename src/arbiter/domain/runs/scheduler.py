@@ -44,6 +44,7 @@ from arbiter.domain.workers import BlockedMachines
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.protocol.workers import worker_names
 from arbiter.storage.records import RunRecord, TaskRecord, no_results
+from arbiter.telemetry import SCHEDULER_BATCH_SIZE
 
 TOO_BUSY = "Request_task: the server is currently too busy, please try again later."
 DUPLICATE_WINDOW = 120.0  # s: a same-named worker heard from this recently is still alive
@@ -169,6 +170,10 @@ class TaskScheduler:
         that is refused is answered at once."""
         return self._gate.enter(user.username)
 
+    def gate_occupied(self) -> int:
+        """Places of the admission gate held now (queued for or inside a decision)."""
+        return self._gate.occupied()
+
     def holds_share(self, user: User) -> bool:
         """Whether `user`'s account holds all the gate places it may: a caller it
         refused was refused for that, not because the whole gate was full."""
@@ -260,6 +265,7 @@ class TaskScheduler:
 
     def _decide_and_commit(self, calls: list[_Call]) -> list[Assignment | dict[str, Any]]:
         batch = _Batch(self._context.registry)
+        SCHEDULER_BATCH_SIZE.observe(len(calls))
         # The fsync is waited for on the way out, once the run locks are free and
         # the calls' places at the gate are given back: the next calls get in and
         # queue while this one's commit reaches the disk, to form the next batch.

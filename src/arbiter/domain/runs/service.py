@@ -4,6 +4,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from arbiter.domain.files.books import AnyBook, BookIndex
 from arbiter.domain.run_args import parse_time_control
@@ -21,6 +22,13 @@ from arbiter.domain.workers import BlockedMachines
 from arbiter.storage import Storage
 
 log = logging.getLogger("arbiter.runs")
+
+
+@dataclass(frozen=True, slots=True)
+class RunsLoad:
+    active_runs: int  # unfinished runs in memory (0 on a secondary)
+    active_workers: int  # machines holding an active task
+    gate_held: int  # places of the request_task admission gate held
 
 
 class Runs:
@@ -56,6 +64,13 @@ class Runs:
         live = restore(self.context, log.warning)
         refresh_rates(self.context)
         return live
+
+    def load(self) -> RunsLoad:
+        """What monitoring shows of the live run state; memory only, no I/O."""
+        runs, workers = self.context.registry.counts()
+        return RunsLoad(
+            active_runs=runs, active_workers=workers, gate_held=self.scheduler.gate_occupied()
+        )
 
     def scavenge(self) -> int:
         return scavenge_dead_tasks(self.context)

@@ -14,6 +14,8 @@ revision: str = "0005"
 down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# Only adds (storage/migrate.py): code of 0003 still works on this schema.
+EXPAND = True
 
 
 def upgrade() -> None:

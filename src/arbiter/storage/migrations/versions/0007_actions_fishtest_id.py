@@ -5,7 +5,7 @@ action's `_id`, and its unique index lets a resumed import skip what it
 already wrote.
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-11-25 18:20:00
 """
 
@@ -15,9 +15,11 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
-down_revision: str | None = "0005"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+# Only adds (storage/migrate.py): code of 0006 still works on this schema.
+EXPAND = True
 
 
 def upgrade() -> None:

@@ -1,0 +1,85 @@
+"""Moving nets and books from the data dir into the database (`arbiter db upgrade`).
+
+Before revision 0006 a net's or book's bytes were a file under the data dir
+(`nets/<name>`, `books/<name>`) and only its row was in the database. Each row
+whose bytes are not stored yet is filled from that file when the file is the
+one the row describes (a net's SHA-256, a book's `book_sri`); a missing or
+different file is reported and left alone, so an upgrade never stores wrong
+bytes. Running it again does nothing more. The files are left in place (delete
+them once every process runs this version). Blocking (CLI).
+"""
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from arbiter.domain.files.stored import BOOK, NET, is_stored, store
+from arbiter.protocol.books import BookHasher
+from arbiter.storage import Storage
+
+READ_BYTES = 1 << 20
+
+
+@dataclass
+class ImportReport:
+    imported: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # "name: why", left as they were
+
+
+def import_data_dir_files(storage: Storage, data_dir: Path) -> ImportReport:
+    report = ImportReport()
+    with storage.read() as tx:
+        nets = [(net.name, net.size, net.sha256) for net in tx.nets.list(limit=1_000_000)]
+        books = [(book.name, book.size, book.sri) for book in tx.books.list()]
+    for name, size, sha256 in nets:
+        wanted = Wanted(NET, name, size, sha256, _sha256)
+        _import(storage, wanted, data_dir / "nets" / name, report)
+    for name, size, sri in books:
+        wanted = Wanted(BOOK, name, size, sri, _book_sri)
+        _import(storage, wanted, data_dir / "books" / name, report)
+    return report
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A file as its row describes it, and how to hash a candidate the same way."""
+
+    kind: str
+    name: str
+    size: int
+    digest: str
+    hash_of: Callable[[Path], str]
+
+
+def _import(storage: Storage, wanted: Wanted, path: Path, report: ImportReport) -> None:
+    kind, name, size = wanted.kind, wanted.name, wanted.size
+    with storage.read() as tx:
+        if is_stored(tx, kind, name, size):
+            return
+    if not path.is_file():
+        report.problems.append(f"{kind} {name}: no file at {path} (its bytes are not stored)")
+        return
+    if path.stat().st_size != size or wanted.hash_of(path) != wanted.digest:
+        report.problems.append(f"{kind} {name}: {path} is not the file recorded (hash differs)")
+        return
+    with storage.write() as tx:
+        tx.file_chunks.delete(kind, name)  # a partial copy, if any
+        store(tx, kind, name, path)
+    report.imported.append(f"{kind} {name}")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(READ_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _book_sri(path: Path) -> str:
+    hasher = BookHasher()
+    with path.open("rb") as file:
+        while chunk := file.read(READ_BYTES):
+            hasher.update(chunk)
+    return hasher.sri()

@@ -1,0 +1,29 @@
+"""Process-wide measurements taken below the web layer, for `/metrics`.
+
+A leaf module (it imports nothing of ours), so storage and the domain can
+record what only they see (how long a commit takes, how many request_task
+calls one scheduling batch decided) without knowing about the web layer.
+The collectors belong to no registry: each app's registry (`web/metrics.py`)
+registers them, so every app built in one process (tests build many) shows
+the same process-wide figures.
+"""
+
+from prometheus_client import Histogram
+
+# A commit: the COMMIT statement, and on SQLite the group fsync when waited for here.
+COMMIT_SECONDS = Histogram(
+    "arbiter_commit_duration_seconds",
+    "Time to commit a write transaction (and make it durable when waited for there)",
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+    registry=None,
+)
+
+# How many request_task calls one decision of the assignment thread took together.
+SCHEDULER_BATCH_SIZE = Histogram(
+    "arbiter_scheduler_batch_size",
+    "request_task calls decided in one batch by the assignment thread",
+    buckets=(1, 2, 3, 4, 5, 8, 12, 16, 32, 64),
+    registry=None,
+)
+
+PROCESS_WIDE = (COMMIT_SECONDS, SCHEDULER_BATCH_SIZE)

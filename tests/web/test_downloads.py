@@ -1,0 +1,126 @@
+"""Nets and books served from the database: ETag, conditional and Range
+requests, HEAD; and a secondary with an empty data dir of its own, on another
+port, serving a net and a book uploaded to the primary."""
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from starlette.testclient import TestClient
+
+from arbiter.domain.files.stored import CHUNK_BYTES
+from tests.domain.files.support import stage
+from tests.web.api_support import api_client, api_settings
+from tests.web.live_server import create_token, create_user, start_server, stop
+from tests.web.support import state
+
+NET = bytes(range(256)) * (CHUNK_BYTES // 256 + 100)  # a chunk and a little more
+
+
+def net_name(data: bytes) -> str:
+    return f"nn-{hashlib.sha256(data).hexdigest()[:12]}.nnue"
+
+
+@pytest.fixture
+def client(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TestClient]:
+    with api_client(api_settings(tmp_path, database_url), monkeypatch) as test_client:
+        state(test_client).nets.add("alice", net_name(NET), stage(tmp_path, NET))
+        yield test_client
+
+
+def url() -> str:
+    return f"/api/nn/{net_name(NET)}"
+
+
+def test_a_whole_download_carries_its_etag_and_length(client: TestClient) -> None:
+    reply = client.get(url())
+    assert reply.status_code == 200
+    assert reply.content == NET
+    assert reply.headers["etag"] == f'"{hashlib.sha256(NET).hexdigest()}"'
+    assert reply.headers["content-length"] == str(len(NET))
+    assert reply.headers["accept-ranges"] == "bytes"
+    assert reply.headers["content-disposition"] == f'attachment; filename="{net_name(NET)}"'
+
+
+def test_a_known_etag_is_not_sent_again(client: TestClient) -> None:
+    etag = client.head(url()).headers["etag"]
+    reply = client.get(url(), headers={"If-None-Match": f'"other", {etag}'})
+    assert (reply.status_code, reply.content, reply.headers["etag"]) == (304, b"", etag)
+
+
+@pytest.mark.parametrize(
+    ("header", "start", "end"),
+    [
+        ("bytes=0-9", 0, 9),
+        (f"bytes={CHUNK_BYTES - 5}-{CHUNK_BYTES + 4}", CHUNK_BYTES - 5, CHUNK_BYTES + 4),
+        (f"bytes={CHUNK_BYTES + 10}-", CHUNK_BYTES + 10, len(NET) - 1),
+        ("bytes=-7", len(NET) - 7, len(NET) - 1),
+        (f"bytes=5-{10 * len(NET)}", 5, len(NET) - 1),
+    ],
+)
+def test_a_range_gets_only_its_bytes(client: TestClient, header: str, start: int, end: int) -> None:
+    reply = client.get(url(), headers={"Range": header})
+    assert reply.status_code == 206
+    assert reply.content == NET[start : end + 1]
+    assert reply.headers["content-range"] == f"bytes {start}-{end}/{len(NET)}"
+    assert reply.headers["content-length"] == str(end - start + 1)
+
+
+def test_ranges_it_cannot_or_need_not_serve(client: TestClient) -> None:
+    past = client.get(url(), headers={"Range": f"bytes={len(NET)}-"})
+    assert (past.status_code, past.headers["content-range"]) == (416, f"bytes */{len(NET)}")
+    several = client.get(url(), headers={"Range": "bytes=0-1,5-6"})
+    assert (several.status_code, several.content) == (200, NET)
+    stale = client.get(url(), headers={"Range": "bytes=0-1", "If-Range": '"an old etag"'})
+    assert (stale.status_code, stale.content) == (200, NET)
+
+
+def test_head_reads_nothing_and_counts_nothing(client: TestClient) -> None:
+    reply = client.head(url())
+    assert (reply.status_code, reply.content) == (200, b"")
+    assert reply.headers["content-length"] == str(len(NET))
+    assert state(client).nets.flush_downloads() == 0
+
+
+def test_a_secondary_with_an_empty_data_dir_serves_what_the_primary_stored(
+    tmp_path: Path, postgres_database_url: str
+) -> None:
+    url = postgres_database_url
+    primary_dir, secondary_dir = tmp_path / "primary", tmp_path / "secondary"
+    create_user(primary_dir, "alice", url)
+    token = create_token(primary_dir, "alice", url)
+    primary = start_server(primary_dir, url)
+    secondary = start_server(secondary_dir, url, {"ARBITER_ROLE": "secondary"})
+    try:
+        headers = {"Authorization": f"Bearer {token}"}
+        name = net_name(NET)
+        uploaded = httpx.post(
+            f"{primary.url}/api/upload_net?name={name}", content=NET, headers=headers
+        )
+        assert uploaded.status_code == 200, uploaded.text
+        book = b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -\n"
+        added = httpx.post(
+            f"{primary.url}/api/upload_book?name=e4.epd", content=book, headers=headers
+        )
+        assert added.status_code == 200, added.text
+        net_reply = httpx.get(f"{secondary.url}/api/nn/{name}")
+        book_reply = httpx.get(f"{secondary.url}/api/book/e4.epd")
+    finally:
+        stop(secondary)
+        stop(primary)
+    assert (net_reply.status_code, net_reply.content) == (200, NET)
+    assert (book_reply.status_code, book_reply.content) == (200, book)
+    assert not (secondary_dir / "nets").exists()
+    assert not (secondary_dir / "books" / "e4.epd").exists()
+
+
+def test_a_net_whose_stored_bytes_are_missing_is_a_clean_error(client: TestClient) -> None:
+    with state(client).storage.write() as tx:
+        tx.file_chunks.delete("net", net_name(NET))
+    reply = client.get(url())
+    assert reply.status_code == 500
+    assert reply.json()["error"].endswith("chunk 0 is missing: the server's copy is damaged")
