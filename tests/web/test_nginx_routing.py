@@ -69,7 +69,7 @@ def secondary(
         alice, _root = users(primary)
         run_id = submit(primary, "alice", repo_url)
     values = {"run_id": run_id, "task_id": "0", "username": alice.username, "token_id": "1"}
-    values |= {"worker_name": "alice-4cores-abcd", "name": "x"}
+    values |= {"worker_name": "alice-4cores-abcd", "name": "x", "hook_id": "1"}
     with api_client(api_settings(tmp_path, "", role="secondary"), monkeypatch) as client:
         log_in(client, "root")
         yield client, values
@@ -94,7 +94,7 @@ def test_every_page_a_secondary_refuses_is_sent_to_the_primary(
 
 
 def test_every_state_change_goes_to_the_primary_but_the_two_a_secondary_serves() -> None:
-    values = {"run_id": "r", "username": "u", "token_id": "1", "worker_name": "w"}
+    values = {"run_id": "r", "username": "u", "token_id": "1", "worker_name": "w", "hook_id": "1"}
     for path in table("POST"):
         expected = "arbiter_secondaries" if path in SECONDARY_POSTS else "arbiter_primary"
         assert upstream_of("POST", concrete(path, values)) == expected, path
