@@ -10,27 +10,25 @@ import socket
 from urllib.parse import urlsplit
 
 from arbiter.domain.errors import ValidationError
+from arbiter.protocol.repo_policy import is_public
 
 MAX_URL_CHARS = 500
 
 
 def address_allowed(address: str, *, allow_private: bool) -> bool:
-    """Whether a delivery may connect to `address` (an IP address as text)."""
+    """Whether a delivery may connect to `address` (an IP address as text): a
+    public one (the repository policy's test), or with `allow_private` a
+    loopback, private or link-local one."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return False
+    if is_public(ip):
+        return True
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    if ip.is_multicast or ip.is_unspecified:
-        return False
-    if ip.is_loopback:
-        return allow_private
-    if ip.is_reserved:  # 240.0.0.0/4 and unassigned IPv6 (::1 is loopback, above)
-        return False
-    if ip.is_private or ip.is_link_local:
-        return allow_private
-    return ip.is_global
+    local = ip.is_loopback or (not ip.is_reserved and (ip.is_private or ip.is_link_local))
+    return allow_private and local and not (ip.is_multicast or ip.is_unspecified)
 
 
 def check_url(url: str) -> tuple[str, int]:
