@@ -211,6 +211,7 @@ def run_worker(site: Site, token: str, directory: Path) -> subprocess.CompletedP
         "--fleet",
     ]  # fmt: skip
     env = {**os.environ, "SSL_CERT_FILE": str(site.cert)}  # trust the test's certificate
+    env["ARBITER_WORKER_GIT_ALLOW"] = "file"  # the sample repository is local
     return subprocess.run(
         command, capture_output=True, text=True, env=env, timeout=240, check=False
     )

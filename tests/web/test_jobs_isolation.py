@@ -93,7 +93,12 @@ def test_a_primary_runs_the_job_table_until_shutdown(settings: Settings) -> None
         assert scheduler is not None
         names = {status.name for status in scheduler.status()}
         expected = {"purge_expired_sessions", "scavenge_dead_tasks", "refresh_run_rates"}
-        assert names == {*expected, "reload_book_catalogue", "flush_download_counts"}
+        assert names == {
+            *expected,
+            "reload_book_catalogue",
+            "flush_download_counts",
+            "deliver_webhooks",
+        }
         assert scheduler.run_now("purge_expired_sessions").result(timeout=30).last_error is None
     with pytest.raises(RuntimeError, match="stopped"):
         scheduler.run_now("purge_expired_sessions")

@@ -65,6 +65,7 @@ def unit_settings(text: str) -> dict[str, str]:
 def unit_environment(settings: dict[str, str]) -> dict[str, str]:
     """The environment the unit gives, without this test's PYTHONPATH."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["ARBITER_WORKER_GIT_ALLOW"] = "file"  # the sample repository is local
     if "Environment" in settings:
         key, value = settings["Environment"].split("=", 1)
         env[key] = value

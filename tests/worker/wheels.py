@@ -104,6 +104,7 @@ def offline_pip(wheelhouse: Path) -> dict[str, str]:
         PIP_FIND_LINKS=str(wheelhouse),
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         PIP_NO_CACHE_DIR="1",
+        ARBITER_WORKER_GIT_ALLOW="file",  # the tests' sample repositories are local
     )
     return env
 
