@@ -32,6 +32,9 @@ def check_shape(results: Sequence[float]) -> None:
 SUPPORT = {3: (0.0, 0.5, 1.0), 5: (0.0, 0.25, 0.5, 0.75, 1.0)}
 """Outcome values of the buckets: game scores, or pair-average scores."""
 
+POWERS = {n: tuple(tuple(v**k for v in values) for k in (1, 2, 3)) for n, values in SUPPORT.items()}
+"""(v, v², v³) over each support, for power sums Σ p_i·v_i^k."""
+
 
 def empirical(results: Sequence[float]) -> tuple[float, tuple[float, ...], list[float]]:
     """(N, values a_i, probabilities p̂_i) after regularization, as parallel sequences.
@@ -40,8 +43,8 @@ def empirical(results: Sequence[float]) -> tuple[float, tuple[float, ...], list[
     much as the arithmetic done on five buckets.
     """
     check_shape(results)
-    counts = regularize(results)
-    total = sum(counts)
+    counts = regularize(results) if 0 in results else results
+    total = float(sum(counts))
     return total, SUPPORT[len(counts)], [n / total for n in counts]
 
 

@@ -13,7 +13,7 @@ import math
 import operator
 from collections.abc import Sequence
 
-from arbiter.stats._pdf import Pdf, check_shape, empirical, mean_var, results_to_pdf
+from arbiter.stats._pdf import POWERS, Pdf, check_shape, empirical, mean_var, results_to_pdf
 from arbiter.stats.elo import (
     NELO_DIVIDED_BY_NT,
     bayeselo_probabilities,
@@ -76,7 +76,8 @@ def secular_root(
         if damping > 0.5:  # Halley's step, unless the curvature makes it blow up
             nxt = x + newton / damping
             if lo < nxt < hi:
-                if abs(nxt - x) <= 1e-5 * min(nxt - pole_lo, pole_hi - nxt):
+                margin = abs(nxt - x) * 1e5  # the step, against the distance to either pole
+                if pole_lo + margin <= nxt <= pole_hi - margin:
                     return nxt
                 x = nxt
                 continue
@@ -89,28 +90,18 @@ def secular_root(
     return x
 
 
-def _shift(values: Sequence[float], target: float) -> list[float]:
-    return [a - target for a in values]
-
-
 def _log_ratio_mean(probs: Sequence[float], num: Sequence[float], den: Sequence[float]) -> float:
     """Σ p_i·ln(num_i/den_i): the mean of ln(q1/q0) under p̂ (or of ln(d0/d1), q_j = p̂/d_j)."""
-    return sum(map(operator.mul, probs, map(math.log, map(operator.truediv, num, den))))
-
-
-def _denominators(shifted: Sequence[float], x: float | None) -> list[float]:
-    """1 + x·a_i, the tilt q_i = p_i/(1 + x·a_i) of the MLE (all 1 when there is none)."""
-    if x is None:
-        return [1.0] * len(shifted)
-    return [1.0 + x * a for a in shifted]
+    total: float = sum(map(operator.mul, probs, map(math.log, map(operator.truediv, num, den))))
+    return total
 
 
 def mle_expected(pdf: Pdf, score: float) -> list[float]:
     """MLE probabilities on the support of `pdf` with mean `score` (logistic model)."""
     probs = [p for _, p in pdf]
     shifted = [a - score for a, _ in pdf]
-    tilt = _denominators(shifted, secular_root(probs, shifted))
-    return [p / d for p, d in zip(probs, tilt, strict=True)]
+    x = secular_root(probs, shifted)
+    return probs if x is None else [p / (1.0 + x * a) for p, a in zip(probs, shifted, strict=True)]
 
 
 @functools.lru_cache(maxsize=256)
@@ -133,22 +124,22 @@ def _t_value_mle(
         x = secular_root(probs, shifted, x or 0.0)
         if x is None:
             break
-        previous, q = q, [p / (1.0 + x * a) for p, a in zip(probs, shifted, strict=True)]
-        moved = 0.0
-        for u, v in zip(previous, q, strict=True):
-            moved = max(moved, abs(u - v))
-        if moved < T_VALUE_TOLERANCE:
+        previous, q = q, [p / (1.0 + x * a) for p, a in zip(probs, shifted, strict=False)]
+        if t == 0.0:
+            break  # the shifted values do not depend on (μ, σ): the next round repeats this one
+        if max(map(abs, map(operator.sub, previous, q))) < T_VALUE_TOLERANCE:
             break
         mu = var = 0.0
-        for a, qi in zip(values, q, strict=True):
+        for a, qi in zip(values, q, strict=False):
             mu += qi * a
-        for a, qi in zip(values, q, strict=True):
+        for a, qi in zip(values, q, strict=False):
             var += qi * (a - mu) ** 2
         sigma = math.sqrt(var)
         if sigma == 0.0:
             break
-        half_t_sigma = 0.5 * t * sigma
-        shifted = [a - ref - half_t_sigma * (1.0 + ((mu - a) / sigma) ** 2) for a in values]
+        # a − ref − t·σ·(1 + ((μ − a)/σ)²)/2, with one division per round instead of per bucket
+        offset, curvature = ref + 0.5 * t * sigma, 0.5 * t / sigma
+        shifted = [a - offset - curvature * (mu - a) ** 2 for a in values]
     return q
 
 
@@ -169,19 +160,44 @@ def mle_t_value(pdf: Pdf, ref: float, t: float) -> list[float]:
 def llr_logistic(elo0: float, elo1: float, results: Sequence[float]) -> float:
     """Exact LLR for logistic Elo bounds: MLE with mean score L(elo_j) under each H_j.
 
-    With q_j = p̂/(1 + x_j·a_j) the LLR is N·Σ p̂·ln[(1 + x_0·a_0)/(1 + x_1·a_1)].
+    With q_j = p̂/(1 + x_j·(v − s_j)) the LLR is N·Σ p̂·ln[(1 + x_0·a_0)/(1 + x_1·a_1)].
+    Both roots start from a Halley step computed from the power sums of p̂,
+    shared by the two hypotheses, so one pass over the buckets usually ends each.
     """
     count, values, probs = empirical(results)
-    s0, s1 = _logistic_scores(elo0, elo1)
-    shifted0, shifted1 = _shift(values, s0), _shift(values, s1)
-    d0 = _denominators(shifted0, secular_root(probs, shifted0))
-    d1 = _denominators(shifted1, secular_root(probs, shifted1))
-    return count * _log_ratio_mean(probs, d0, d1)
+    sums = [sum(map(operator.mul, probs, powers)) for powers in POWERS[len(values)]]
+    tilts = []  # (1 − x·s, x): 1 + x·(v − s) = (1 − x·s) + x·v
+    for score in _logistic_scores(elo0, elo1):
+        shifted = [v - score for v in values]
+        x = secular_root(probs, shifted, _halley_from_zero(sums, score))
+        tilts.append((1.0, 0.0) if x is None else (1.0 - x * score, x))
+    (c0, x0), (c1, x1) = tilts
+    total = 0.0
+    for p, v in zip(probs, values, strict=False):
+        total += p * math.log((c0 + x0 * v) / (c1 + x1 * v))
+    return count * total
 
 
 @functools.lru_cache(maxsize=256)
 def _logistic_scores(elo0: float, elo1: float) -> tuple[float, float]:
     return score_from_elo(elo0), score_from_elo(elo1)
+
+
+def _halley_from_zero(sums: Sequence[float], s: float) -> float:
+    """Start for the secular root with a_i = v_i − s: Halley's step from x = 0.
+
+    At 0, f = m1, f′ = −m2 and f″ = 2·m3 with m_k = Σ p·(v − s)^k, expanded
+    here from the power sums Σ p·v^k; the step lands within about (x·a)³ of the
+    root (1e-5 relative at Elo-sized differences), close enough for the next
+    Halley step to be the last. A poor start costs passes, never accuracy.
+    """
+    r1, r2, r3 = sums
+    m1 = r1 - s
+    m2 = r2 - s * (2.0 * r1 - s)
+    m3 = r3 - s * (3.0 * r2 - s * (3.0 * r1 - s))
+    newton = m1 / m2
+    damping = 1.0 - newton * m3 / m2
+    return newton / damping if damping > 0.5 else newton
 
 
 def normalized_targets(nelo0: float, nelo1: float, n_buckets: int) -> tuple[float, float]:
