@@ -116,7 +116,11 @@ def _uniform_round(values: tuple[float, ...], ref: float, t: float) -> tuple[flo
 def _t_value_mle(
     values: tuple[float, ...], probs: Sequence[float], ref: float, t: float
 ) -> list[float]:
-    """The fixed-point iteration of mle_t_value on parallel values and probabilities."""
+    """The fixed-point iteration of mle_t_value on parallel values and probabilities.
+
+    Each round's tilt, its largest move and the new mean share one loop: on five
+    buckets the per-statement cost of Python, not arithmetic, is what counts.
+    """
     q = [1.0 / len(values)] * len(values)
     shifted: Sequence[float] = _uniform_round(values, ref, t)
     x: float | None = 0.0
@@ -124,16 +128,21 @@ def _t_value_mle(
         x = secular_root(probs, shifted, x or 0.0)
         if x is None:
             break
-        previous, q = q, [p / (1.0 + x * a) for p, a in zip(probs, shifted, strict=False)]
-        if t == 0.0:
-            break  # the shifted values do not depend on (μ, σ): the next round repeats this one
-        if max(map(abs, map(operator.sub, previous, q))) < T_VALUE_TOLERANCE:
-            break
-        mu = var = 0.0
-        for a, qi in zip(values, q, strict=False):
-            mu += qi * a
-        for a, qi in zip(values, q, strict=False):
-            var += qi * (a - mu) ** 2
+        tilted: list[float] = []
+        moved = mu = 0.0
+        for p, a, v, before in zip(probs, shifted, values, q, strict=False):
+            qi = p / (1.0 + x * a)
+            tilted.append(qi)
+            mu += qi * v
+            step = qi - before if qi > before else before - qi
+            if step > moved:  # noqa: PLR1730 (max() and abs() calls cost 10% of the LLR here)
+                moved = step
+        q = tilted
+        if t == 0.0 or moved < T_VALUE_TOLERANCE:
+            break  # (t = 0: the shifted values do not depend on (μ, σ), so rounds repeat)
+        var = 0.0
+        for v, qi in zip(values, q, strict=False):
+            var += qi * (v - mu) ** 2
         sigma = math.sqrt(var)
         if sigma == 0.0:
             break
