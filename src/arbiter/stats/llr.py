@@ -5,7 +5,9 @@ maximum-likelihood distribution on the same support that satisfies the
 hypothesis: a fixed mean score (logistic Elo) or a fixed t-value (normalized
 Elo). The constrained MLE is q_i = p̂_i/(1 + x·a'_i) with x the unique root of
 the secular equation Σ p̂_i·a'_i/(1 + x·a'_i) = 0 on (−1/max a', −1/min a');
-it is found here by a safeguarded Newton iteration instead of scipy's brentq.
+it is found here by safeguarded Halley steps instead of scipy's brentq. On
+five buckets the time is Python's per-statement overhead more than arithmetic,
+so the code counts passes and statements (docs/benchmarks.md, Statistics).
 """
 
 import functools
@@ -13,7 +15,7 @@ import math
 import operator
 from collections.abc import Sequence
 
-from arbiter.stats._pdf import POWERS, Pdf, check_shape, empirical, mean_var, results_to_pdf
+from arbiter.stats._pdf import POWERS, check_shape, empirical, mean_var, results_to_pdf
 from arbiter.stats.elo import (
     NELO_DIVIDED_BY_NT,
     bayeselo_probabilities,
@@ -42,12 +44,12 @@ def secular_root(
     """Root x of f(x) = Σ p_i·a_i/(1 + x·a_i) = 0, or None when the a_i do not change sign.
 
     f decreases strictly between its poles −1/max a and −1/min a, from +∞ to
-    −∞, and is smooth there, so Halley's method (cubic convergence: from x = 0
-    the second step is already below 1e-6) is safe while its steps stay inside
-    the bracket; otherwise a Newton step is tried, then bisection. A Halley step
-    smaller than 1e-5 of the distance to the nearer pole leaves an error of
-    about 1e-15 of that distance, so it ends the search without a confirming
-    pass (the reference's brentq stops at 2e-12).
+    −∞, and is smooth there, so Halley's method (cubic convergence) is safe
+    while its steps stay inside the bracket; otherwise a Newton step is tried,
+    then bisection. The search starts from `guess` when it lies inside the
+    bracket, else from 0. A Halley step smaller than 1e-5 of the distance to the
+    nearer pole leaves an error of about 1e-15 of that distance, so it ends the
+    search without a confirming pass (the reference's brentq stops at 2e-12).
     The bracket stops 1e-15 (relative) short of the poles, where 1 + x·a is
     still positive after rounding, so no term needs a guard.
     """
@@ -124,14 +126,6 @@ def _log_ratio_mean(probs: Sequence[float], num: Sequence[float], den: Sequence[
     return total
 
 
-def mle_expected(pdf: Pdf, score: float) -> list[float]:
-    """MLE probabilities on the support of `pdf` with mean `score` (logistic model)."""
-    probs = [p for _, p in pdf]
-    shifted = [a - score for a, _ in pdf]
-    x = secular_root(probs, shifted)
-    return probs if x is None else [p / (1.0 + x * a) for p, a in zip(probs, shifted, strict=True)]
-
-
 @functools.lru_cache(maxsize=256)
 def _uniform_round(values: tuple[float, ...], ref: float, t: float) -> tuple[float, ...]:
     """The first round's shifted values: from the uniform start they depend on t alone."""
@@ -141,13 +135,19 @@ def _uniform_round(values: tuple[float, ...], ref: float, t: float) -> tuple[flo
     return tuple(a - ref - t * sigma * (1.0 + ((mu - a) / sigma) ** 2) / 2.0 for a in values)
 
 
-def _t_value_mle(
+def mle_t_value(
     values: tuple[float, ...], probs: Sequence[float], ref: float, t: float
 ) -> list[float]:
-    """The fixed-point iteration of mle_t_value on parallel values and probabilities.
+    """MLE probabilities on `values` with (μ − ref)/σ = t (normalized model), given p̂.
 
-    Each round's tilt, its largest move and the new mean share one loop: on five
-    buckets the per-statement cost of Python, not arithmetic, is what counts.
+    Fixed point from the uniform distribution: each round re-solves the secular
+    equation with a_i − ref − t·σ·(1 + ((μ − a_i)/σ)²)/2, the linearization of
+    the t-value constraint at the current (μ, σ); at most 10 rounds, stopping when
+    no probability moves by 1e-9. The same path as the reference is kept on
+    purpose: stopping elsewhere would shift the LLR at the 1e-9 level. The first
+    round (from the uniform start) is cached per t, each later root starts from
+    the previous one, and each round's tilt, largest move and new mean share one
+    loop: on five buckets Python's per-statement cost, not arithmetic, is the time.
     """
     q = [1.0 / len(values)] * len(values)
     shifted: Sequence[float] = _uniform_round(values, ref, t)
@@ -178,20 +178,6 @@ def _t_value_mle(
         offset, curvature = ref + 0.5 * t * sigma, 0.5 * t / sigma
         shifted = [a - offset - curvature * (mu - a) ** 2 for a in values]
     return q
-
-
-def mle_t_value(pdf: Pdf, ref: float, t: float) -> list[float]:
-    """MLE probabilities with (μ − ref)/σ = t (normalized model).
-
-    Fixed point from the uniform distribution: each round re-solves the secular
-    equation with a_i − ref − t·σ·(1 + ((μ − a_i)/σ)²)/2, the linearization of
-    the t-value constraint at the current (μ, σ); at most 10 rounds, stopping when
-    no probability moves by 1e-9. The same path as the reference is kept on
-    purpose: stopping elsewhere would shift the LLR at the 1e-9 level. Each
-    round's root starts from the previous one, which has moved little, and the
-    first round (from the uniform start) is cached per t.
-    """
-    return _t_value_mle(tuple(a for a, _ in pdf), [p for _, p in pdf], ref, t)
 
 
 def llr_logistic(elo0: float, elo1: float, results: Sequence[float]) -> float:
@@ -247,8 +233,8 @@ def llr_normalized(nelo0: float, nelo1: float, results: Sequence[float]) -> floa
     """Exact LLR for normalized Elo bounds: MLE with t-value t_j under each H_j."""
     count, values, probs = empirical(results)
     t0, t1 = normalized_targets(nelo0, nelo1, len(results))
-    q0 = _t_value_mle(values, probs, 0.5, t0)
-    q1 = _t_value_mle(values, probs, 0.5, t1)
+    q0 = mle_t_value(values, probs, 0.5, t0)
+    q1 = mle_t_value(values, probs, 0.5, t1)
     return count * _log_ratio_mean(probs, q1, q0)
 
 
