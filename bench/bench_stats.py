@@ -308,8 +308,7 @@ def render(
         " in the same run; ratio = us per call / calibration us of the same round.",
         f"Machine: {os.cpu_count()} CPUs (nproc), {_cpu_model()},"
         f" Python {platform.python_version()}.",
-        f"Reference: {source}, timed in the same process on the same inputs, each round"
-        " interleaved with ours; speed-up = reference ratio / our ratio.",
+        f"Reference: {source}.",
         f"Each figure is the median over {rounds} rounds of the best of 3 timeit repeats of"
         " thread CPU time; the spread is the lowest and highest ratio over the rounds.",
         "Command: `PYTHONPATH=src:. .venv/bin/python bench/bench_stats.py --write`",
@@ -352,7 +351,9 @@ def main() -> None:
     else:
         source = (
             f"fishtest server/fishtest/stats at {reference_revision(args.reference)}"
-            " (scipy-based), loaded from the git mirror at run time"
+            " (scipy-based), loaded from the git mirror at run time, timed in the same"
+            " process on the same inputs, each round interleaved with ours;"
+            " speed-up = reference ratio / our ratio"
         )
     unit, unit_spread, rows = measure(args.rounds, reference)
     body = render(unit, unit_spread, rows, args.rounds, source)
