@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arbiter.stats import TwoBarrier, outcome_cdf, sprt_bounds
 from tests.stats.support import close
@@ -36,3 +38,43 @@ def test_clamped_point_at_lower_barrier_is_probability_of_earlier_fail() -> None
 def test_rejects_bad_barriers() -> None:
     with pytest.raises(ValueError, match="a < 0 < b"):
         TwoBarrier(1.0, 2.0, 0.1, 1.0, 0.0)
+
+
+def _two_sums(walk: TwoBarrier, mu: float) -> float:
+    """The series as two sums (hit A by T, alive below y at T), the form before issue 19."""
+    s2, a, width = walk.sigma**2, walk.a, walk.b - walk.a
+    gamma, y_rel = mu / s2, min(max(walk.y, a), walk.b) - a
+    front = math.exp(gamma * a - mu * mu / (2 * s2) * walk.t)
+    flux = alive = 0.0
+    n = 1
+    while True:
+        k = n * math.pi / width
+        if n > 1 and (k * k - (math.pi / width) ** 2) * s2 * walk.t / 2 > 45:
+            break
+        weight = math.sin(-k * a) * math.exp(-k * k * s2 * walk.t / 2)
+        flux += weight * k / (k * k * s2 / 2 + mu * mu / (2 * s2))
+        growth = math.exp(gamma * y_rel)
+        integral = growth * (gamma * math.sin(k * y_rel) - k * math.cos(k * y_rel)) + k
+        alive += weight * integral / (gamma * gamma + k * k)
+        n += 1
+    eventually = (
+        walk.b / width
+        if gamma == 0
+        else math.expm1(-2 * gamma * walk.b)
+        / (math.expm1(-2 * gamma * walk.b) - math.expm1(-2 * gamma * a))
+    )
+    return eventually - s2 / width * front * flux + 2 / width * front * alive
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sigma=st.floats(0.005, 0.2),
+    t=st.floats(10, 1e6),
+    y=st.floats(-4, 4),
+    mu=st.floats(-0.01, 0.01),
+)
+def test_merged_series_equals_the_two_sums(sigma: float, t: float, y: float, mu: float) -> None:
+    walk = TwoBarrier(A, B, sigma, t, y)
+    if walk.use_siegmund(mu):
+        return
+    assert walk.exact(mu) == pytest.approx(_two_sums(walk, mu), rel=1e-9, abs=1e-12)

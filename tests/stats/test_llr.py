@@ -1,8 +1,10 @@
-"""Exact LLRs against reference §5.2 rows 1-11, and the solver against scipy."""
+"""Exact LLRs against reference §5.2 rows 1-11, and the solver and LLRs against a scipy oracle."""
 
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import brentq
 
 from arbiter.stats import (
@@ -91,3 +93,106 @@ def test_bounds_validate() -> None:
     lower, upper = sprt_bounds(0.01, 0.1)
     assert lower == math.log(0.1 / 0.99)
     assert upper == math.log(0.9 / 0.01)
+
+
+# Property tests for the fast paths (issue 19): an oracle written plainly here, with
+# scipy's brentq to 1e-15, must agree with the Halley solver and its shortcuts.
+
+SOLVER_SETTINGS = settings(max_examples=300, deadline=None)
+finite_counts = st.lists(st.integers(0, 10**7), min_size=5, max_size=5).filter(
+    lambda p: sum(p) >= 10
+) | st.lists(st.integers(0, 10**7), min_size=3, max_size=3).filter(lambda p: sum(p) >= 10)
+elo_bounds = st.tuples(st.floats(-20, 20), st.floats(0.5, 10)).map(lambda b: (b[0], b[0] + b[1]))
+
+
+def _oracle_root(probs: list[float], shifted: list[float]) -> float | None:
+    if max(shifted) <= 0 or min(shifted) >= 0:
+        return None
+
+    def f(x: float) -> float:
+        return sum(p * a / (1 + x * a) for p, a in zip(probs, shifted, strict=True))
+
+    lo, hi = -1 / max(shifted), -1 / min(shifted)
+    width = hi - lo
+    return float(brentq(f, lo + 1e-15 * width, hi - 1e-15 * width, xtol=1e-15, rtol=1e-15))
+
+
+def _oracle_pdf(results: list[int]) -> tuple[float, list[float], list[float]]:
+    counts = [n if n else 1e-3 for n in results]
+    total = sum(counts)
+    return total, [i / (len(counts) - 1) for i in range(len(counts))], [n / total for n in counts]
+
+
+def _oracle_tilted(probs: list[float], shifted: list[float]) -> list[float]:
+    x = _oracle_root(probs, shifted)
+    return probs if x is None else [p / (1 + x * a) for p, a in zip(probs, shifted, strict=True)]
+
+
+def _oracle_llr_logistic(elo0: float, elo1: float, results: list[int]) -> float:
+    count, values, probs = _oracle_pdf(results)
+    q0, q1 = (
+        _oracle_tilted(probs, [v - 1 / (1 + 10 ** (-elo / 400)) for v in values])
+        for elo in (elo0, elo1)
+    )
+    return count * sum(p * math.log(b / a) for p, a, b in zip(probs, q0, q1, strict=True))
+
+
+def _oracle_t_value(values: list[float], probs: list[float], t: float) -> list[float]:
+    q = [1 / len(values)] * len(values)
+    for _ in range(10):
+        mu = sum(qi * v for qi, v in zip(q, values, strict=True))
+        sigma = math.sqrt(sum(qi * (v - mu) ** 2 for qi, v in zip(q, values, strict=True)))
+        shifted = [v - 0.5 - t * sigma * (1 + ((mu - v) / sigma) ** 2) / 2 for v in values]
+        if _oracle_root(probs, shifted) is None:
+            break
+        previous, q = q, _oracle_tilted(probs, shifted)
+        if max(abs(u - w) for u, w in zip(previous, q, strict=True)) < 1e-9:
+            break
+    return q
+
+
+def _oracle_llr_normalized(nelo0: float, nelo1: float, results: list[int]) -> float:
+    count, values, probs = _oracle_pdf(results)
+    scale = (math.sqrt(2) if len(results) == 5 else 1) / (800 / math.log(10))
+    q0, q1 = (_oracle_t_value(values, probs, nelo * scale) for nelo in (nelo0, nelo1))
+    return count * sum(p * math.log(b / a) for p, a, b in zip(probs, q0, q1, strict=True))
+
+
+def _agrees(value: float, oracle: float) -> bool:
+    return math.isclose(value, oracle, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@SOLVER_SETTINGS
+@given(
+    weights=st.lists(st.floats(1e-6, 1.0), min_size=2, max_size=7),
+    centre=st.floats(1e-3, 1 - 1e-3),  # scores of |Elo| < 1200
+    guess=st.floats(-1e3, 1e3),
+)
+def test_secular_root_matches_brentq_from_any_guess(
+    weights: list[float], centre: float, guess: float
+) -> None:
+    probs = [w / sum(weights) for w in weights]
+    shifted = [i / (len(probs) - 1) - centre for i in range(len(probs))]
+    expected = _oracle_root(probs, shifted)
+    for start in (0.0, guess):
+        root = secular_root(probs, shifted, start)
+        if expected is None:
+            assert root is None
+            continue
+        assert root is not None
+        scale = min(root + 1 / max(shifted), -1 / min(shifted) - root)  # distance to a pole
+        assert abs(root - expected) <= 1e-12 * max(scale, abs(expected)) + 1e-300
+
+
+@SOLVER_SETTINGS
+@given(results=finite_counts, bounds=elo_bounds)
+def test_llr_logistic_matches_plain_oracle(results: list[int], bounds: tuple[float, float]) -> None:
+    assert _agrees(llr_logistic(*bounds, results), _oracle_llr_logistic(*bounds, results))
+
+
+@SOLVER_SETTINGS
+@given(results=finite_counts, bounds=elo_bounds | st.floats(0.5, 10).map(lambda w: (0.0, w)))
+def test_llr_normalized_matches_plain_oracle(
+    results: list[int], bounds: tuple[float, float]
+) -> None:
+    assert _agrees(llr_normalized(*bounds, results), _oracle_llr_normalized(*bounds, results))

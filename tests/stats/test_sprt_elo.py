@@ -1,8 +1,13 @@
 """SPRT Elo (median-unbiased, Brownian): reference rows 20-24."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from arbiter.stats import sprt_elo
+from arbiter.stats import TwoBarrier, score_from_elo, sprt_bounds, sprt_elo
+from arbiter.stats._math import normal_ppf
+from arbiter.stats._pdf import mean_var, results_to_pdf
+from arbiter.stats.sprt_elo import _guesses, _Model, _observed_point, _scores, _solve, _solve_near
 from tests.stats.support import close
 
 P4 = [39, 2226, 31451, 2412, 40]
@@ -52,3 +57,35 @@ def test_bounds_must_be_ordered() -> None:
         sprt_elo(P4, 2, 2)
     with pytest.raises(ValueError, match="elo_model"):
         sprt_elo(P4, 0, 2, "Glicko")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    results=st.lists(st.integers(0, 10**6), min_size=5, max_size=5).filter(lambda p: sum(p) >= 10),
+    elo0=st.floats(-10, 10),
+    width=st.floats(0.5, 10),
+    model=st.sampled_from(["normalized", "logistic"]),
+)
+def test_search_from_the_guess_finds_the_wide_search_root(
+    results: list[int], elo0: float, width: float, model: str
+) -> None:
+    """Issue 19: the short-bracket search ends where Brent on the whole interval does."""
+    elo1 = elo0 + width
+    samples, pdf = results_to_pdf(results)
+    mu, var = mean_var(pdf)
+    drift = _Model(*_scores(model, elo0, elo1, var, 5), var)
+    a, b = sprt_bounds()
+    t, y = _observed_point(samples * drift.drift(mu), samples, a, b)
+    walk = TwoBarrier(a, b, drift.sigma(), t, y)
+
+    def prob(elo: float) -> float:
+        return walk.outcome_cdf(drift.drift(score_from_elo(elo)))
+
+    centre = (elo0 + elo1) / 2
+    bounds = (max(centre - 30 * width, -1000.0), min(centre + 30 * width, 1000.0))
+    targets = (0.5, 0.975, 0.025)
+    guesses = _guesses(drift, walk, [normal_ppf(p) for p in targets])
+    for target, guess in zip(targets, guesses, strict=True):
+        near = _solve_near(prob, target, guess, bounds)
+        if near is not None:
+            assert near == pytest.approx(_solve(prob, target, elo0, elo1), rel=1e-9, abs=1e-9)

@@ -29,18 +29,30 @@ def brent(
     `f(lo)` and `f(hi)` must have opposite signs (or one of them be 0).
     Raises ValueError otherwise: callers decide how to widen the bracket.
     """
-    f_lo, f_hi = f(lo), f(hi)
-    if f_lo == 0.0:
-        return lo
-    if f_hi == 0.0:
-        return hi
-    if (f_lo > 0.0) == (f_hi > 0.0):
-        raise ValueError("brent: the bracket does not contain a sign change")
-    return _brent_loop(f, (lo, f_lo), (hi, f_hi), xtol=xtol, rtol=rtol, maxiter=maxiter)
+    return brent_bracketed(f, (lo, f(lo)), (hi, f(hi)), xtol=xtol, rtol=rtol, maxiter=maxiter)
 
 
 Point = tuple[float, float]
 """(x, f(x))"""
+
+
+def brent_bracketed(
+    f: Callable[[float], float],
+    lo: Point,
+    hi: Point,
+    *,
+    xtol: float = 1e-13,
+    rtol: float = 4 * EPS,
+    maxiter: int = 200,
+) -> float:
+    """brent() on a bracket whose end values the caller has already computed."""
+    if lo[1] == 0.0:
+        return lo[0]
+    if hi[1] == 0.0:
+        return hi[0]
+    if (lo[1] > 0.0) == (hi[1] > 0.0):
+        raise ValueError("brent: the bracket does not contain a sign change")
+    return _brent_loop(f, lo, hi, xtol=xtol, rtol=rtol, maxiter=maxiter)
 
 
 def _brent_loop(

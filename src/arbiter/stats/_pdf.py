@@ -25,17 +25,33 @@ def check_shape(results: Sequence[float]) -> None:
         raise ValueError(
             f"results must have 3 (L, D, W) or 5 (pentanomial) entries, got {results!r}"
         )
-    if any(n < 0 for n in results):
+    if min(results) < 0:
         raise ValueError(f"results must be non-negative, got {list(results)!r}")
+
+
+SUPPORT = {3: (0.0, 0.5, 1.0), 5: (0.0, 0.25, 0.5, 0.75, 1.0)}
+"""Outcome values of the buckets: game scores, or pair-average scores."""
+
+POWERS = {n: tuple(tuple(v**k for v in values) for k in (1, 2, 3)) for n, values in SUPPORT.items()}
+"""(v, v², v³) over each support, for power sums Σ p_i·v_i^k."""
+
+
+def empirical(results: Sequence[float]) -> tuple[float, tuple[float, ...], list[float]]:
+    """(N, values a_i, probabilities p̂_i) after regularization, as parallel sequences.
+
+    The LLR code works on these directly: building (a_i, p_i) tuples costs as
+    much as the arithmetic done on five buckets.
+    """
+    check_shape(results)
+    counts = regularize(results) if 0 in results else results
+    total = float(sum(counts))
+    return total, SUPPORT[len(counts)], [n / total for n in counts]
 
 
 def results_to_pdf(results: Sequence[float]) -> tuple[float, Pdf]:
     """(N, p̂): sample count after regularization and the empirical distribution."""
-    check_shape(results)
-    counts = regularize(results)
-    total = sum(counts)
-    last = len(counts) - 1
-    return total, [(i / last, n / total) for i, n in enumerate(counts)]
+    total, values, probs = empirical(results)
+    return total, list(zip(values, probs, strict=True))
 
 
 def mean_var(pdf: Pdf) -> tuple[float, float]:

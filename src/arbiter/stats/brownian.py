@@ -16,7 +16,13 @@ e^{γx − μ²t/(2σ²)}, γ = μ/σ²), with L = B − A, k_n = nπ/L,
     P_alive = (2/L)·e^{γA}·Σ sin(k_n·(−A))·e^{−λ_n T}·
               [e^{γY}(γ sin k_nY − k_n cos k_nY) + k_n]/(γ² + k_n²),  Y = y − A
 
-with P_A(∞) = (e^{−2γB} − 1)/(e^{−2γB} − e^{−2γA}). When the series converges
+with P_A(∞) = (e^{−2γB} − 1)/(e^{−2γB} − e^{−2γA}). Since λ_n = σ²(k_n² + γ²)/2 the
+two sums share their denominators and their k_n terms cancel, leaving
+
+    F = P_A(∞) + (2/L)·e^{γ·y − γ²σ²T/2}·Σ sin(k_n·(−A))·e^{−k_n²σ²T/2}·
+        (γ sin k_nY − k_n cos k_nY)/(γ² + k_n²),
+
+one division per mode for each drift (the reference's form). When the series converges
 slowly (σ²T/L² < 0.01) or the drift dominates (|γL| > 15), Siegmund's
 single-reflection approximation is used instead, as the reference does.
 """
@@ -33,11 +39,11 @@ _MAX_EXPONENT = 700.0
 
 @dataclass(frozen=True, slots=True)
 class _Term:
-    sin_start: float
-    k: float
-    sin_y: float
-    cos_y: float
-    decay: float  # e^{−k²σ²T/2}
+    """One Fourier mode, with everything that does not depend on the drift multiplied in."""
+
+    sin_part: float  # sin(k·(−A))·e^{−k²σ²T/2}·sin(kY)
+    cos_part: float  # sin(k·(−A))·e^{−k²σ²T/2}·k·cos(kY)
+    k2: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +78,9 @@ class TwoBarrier:
             exponent = k * k * scale
             if n > 1 and exponent - first > _SERIES_CUTOFF:
                 return tuple(terms)
+            weight = math.sin(-k * self.a) * math.exp(-exponent)
             terms.append(
-                _Term(
-                    math.sin(-k * self.a),
-                    k,
-                    math.sin(k * y_rel),
-                    math.cos(k * y_rel),
-                    math.exp(-exponent),
-                )
+                _Term(weight * math.sin(k * y_rel), weight * k * math.cos(k * y_rel), k * k)
             )
             n += 1
 
@@ -95,21 +96,16 @@ class TwoBarrier:
 
     def exact(self, mu: float) -> float:
         """The exact series (only well-conditioned when use_siegmund(mu) is False)."""
-        sigma2, a, width = self.sigma**2, self.a, self.b - self.a
+        sigma2 = self.sigma**2
         gamma = mu / sigma2
-        y_rel = min(max(self.y, a), self.b) - a
-        drift_decay = math.exp(-(mu * mu) / (2.0 * sigma2) * self.t)
-        growth = math.exp(gamma * y_rel)
-        flux = alive = 0.0
+        gamma2 = gamma * gamma
+        y = min(max(self.y, self.a), self.b)
+        total = 0.0
         for m in self._terms:
-            weight = m.sin_start * m.decay
-            lam = m.k * m.k * sigma2 / 2.0 + mu * mu / (2.0 * sigma2)
-            flux += weight * m.k / lam
-            integral = growth * (gamma * m.sin_y - m.k * m.cos_y) + m.k
-            alive += weight * integral / (gamma * gamma + m.k * m.k)
-        front = math.exp(gamma * a) * drift_decay
-        hit_a = _hit_lower_eventually(gamma, a, self.b) - sigma2 / width * front * flux
-        return hit_a + 2.0 / width * front * alive
+            total += (gamma * m.sin_part - m.cos_part) / (gamma2 + m.k2)
+        exponent = gamma * y - gamma2 * sigma2 * self.t / 2.0
+        front = 2.0 / (self.b - self.a) * math.exp(min(exponent, _MAX_EXPONENT))
+        return _hit_lower_eventually(gamma, self.a, self.b) + front * total
 
     def siegmund(self, mu: float) -> float:
         """Single-reflection approximation Φ(z) + e^{2γA}Φ(z_A) − e^{2γB}Φ(z_B)."""

@@ -12,13 +12,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from arbiter.stats._math import brent
+from arbiter.stats._math import brent, brent_bracketed, normal_ppf
 from arbiter.stats._pdf import mean_var, results_to_pdf
 from arbiter.stats.brownian import TwoBarrier
 from arbiter.stats.elo import NELO_DIVIDED_BY_NT, score_from_elo
 from arbiter.stats.llr import bayeselo_bounds, llr_logistic, llr_normalized, sprt_bounds
 
 ELO_SEARCH_LIMIT = 1000.0
+_MAX_EXPANSIONS = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,66 @@ def _solve(prob: Callable[[float], float], target: float, elo0: float, elo1: flo
             return hi if prob(lo) - target > 0.0 else lo
 
 
+def _solve_near(
+    prob: Callable[[float], float],
+    target: float,
+    guess: tuple[float, float] | None,
+    bounds: tuple[float, float],
+) -> float | None:
+    """The root of prob(elo) = target found from a (guess, step), or None to search widely.
+
+    prob decreases with Elo, so from the guess the search steps (doubling) towards
+    the root until the sign changes and hands that short bracket to Brent: about
+    half the evaluations of Brent on the whole search interval. Within `bounds`
+    (the first interval _solve searches) the root is the one _solve would find;
+    outside them, or if prob is not decreasing there, None leaves it to _solve.
+    """
+    if guess is None:
+        return None
+    lo_limit, hi_limit = bounds
+    x, step = min(max(guess[0], lo_limit), hi_limit), guess[1]
+    fx = prob(x) - target
+    if fx == 0.0:
+        return x
+    direction = 1.0 if fx > 0.0 else -1.0
+    for _ in range(_MAX_EXPANSIONS):
+        nxt = min(max(x + direction * step, lo_limit), hi_limit)
+        if nxt == x:
+            return None
+        fn = prob(nxt) - target
+        if (fn > 0.0) != (fx > 0.0) or fn == 0.0:
+            return brent_bracketed(lambda e: prob(e) - target, (x, fx), (nxt, fn))
+        if abs(fn) > abs(fx):
+            return None  # moving away from the target: not the decreasing shape assumed
+        x, fx, step = nxt, fn, 2.0 * step
+    return None
+
+
+def _guesses(
+    model: _Model, walk: TwoBarrier, quantiles: Sequence[float]
+) -> list[tuple[float, float] | None]:
+    """(Elo, step) to start each search from: the quantile of X_T ~ N(μT, σ²T), barriers ignored.
+
+    prob(elo) ≈ Φ((y − μT)/(σ√T)), so prob = Φ(z) at μ = (y − z·σ√T)/T; the
+    step is a quarter of the standard error σ√T/T, both mapped from drift to
+    score to Elo. None where that score is not in (0, 1).
+    """
+    sigma = model.sigma()
+    spread = sigma * math.sqrt(walk.t) / walk.t
+    score_per_drift = model.var / (model.s1 - model.s0)
+    centre = (model.s0 + model.s1) / 2.0
+    found: list[tuple[float, float] | None] = []
+    for z in quantiles:
+        score = centre + (walk.y / walk.t - z * spread) * score_per_drift
+        if not 0.0 < score < 1.0:
+            found.append(None)
+            continue
+        elo_per_score = 400.0 / math.log(10.0) / (score * (1.0 - score))
+        step = 0.25 * spread * abs(score_per_drift) * elo_per_score
+        found.append((-400.0 * math.log10(1.0 / score - 1.0), step))
+    return found
+
+
 def sprt_elo(
     results: Sequence[float],
     elo0: float,
@@ -129,8 +190,19 @@ def sprt_elo(
     def prob(elo: float) -> float:
         return walk.outcome_cdf(model.drift(score_from_elo(elo)))
 
-    median = _solve(prob, 0.5, elo0, elo1)
-    ci = (_solve(prob, 0.975, elo0, elo1), _solve(prob, 0.025, elo0, elo1))
+    centre, width = (elo0 + elo1) / 2.0, elo1 - elo0
+    bounds = (
+        max(centre - 30.0 * width, -ELO_SEARCH_LIMIT),
+        min(centre + 30.0 * width, ELO_SEARCH_LIMIT),
+    )
+    targets = (0.5, 0.975, 0.025)
+    guesses = _guesses(model, walk, [normal_ppf(p) for p in targets])
+    median, lower, upper = (
+        found if (found := _solve_near(prob, p, guess, bounds)) is not None
+        else _solve(prob, p, elo0, elo1)
+        for p, guess in zip(targets, guesses, strict=True)
+    )  # fmt: skip
+    ci = (lower, upper)
     exact = llr_logistic if elo_model == "logistic" else llr_normalized
     clamped = estimate > 1.03 * b or estimate < 1.03 * a
     return SprtElo(a, b, median, ci, prob(0.0), exact(elo0, elo1, results), clamped)
