@@ -265,6 +265,17 @@ def test_a_run_is_submitted_approved_and_played_through_nginx(
     assert len({up for _p, up in reads}) == 2  # spread over both
 
 
+def logged_by(servers: list[Server], text: str, patience: float = 10.0) -> list[Server]:
+    """The servers whose log has `text`, waiting for it a while: a reply can reach
+    the client before its access line reaches the log file."""
+    deadline = time.monotonic() + patience
+    while True:
+        found = [server for server in servers if text in server.output()]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
 def test_the_proxy_sets_the_client_address_and_request_id_and_hides_monitoring(
     site: Site,
 ) -> None:
@@ -276,7 +287,7 @@ def test_the_proxy_sets_the_client_address_and_request_id_and_hides_monitoring(
     assert spoofed.status_code == 200
     request_id = spoofed.headers["x-request-id"]
     assert request_id != "client-chosen"  # nginx's own $request_id replaces it
-    served = [s for s in site.secondaries if f"[{request_id}]" in s.output()]
+    served = logged_by(site.secondaries, f"[{request_id}]")
     assert len(served) == 1
     [line] = [line for line in served[0].output().splitlines() if f"[{request_id}]" in line]
     assert line.endswith(" 127.0.0.1 -"), line  # nginx's address, not the spoofed one
