@@ -4,13 +4,15 @@ client and user; in-process, and from a real `arbiter serve` process."""
 import logging
 import re
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
 
-from arbiter.web.access_log import AccessLogMiddleware
+from arbiter.web.access_log import AccessLog
 from arbiter.web.app import create_app
+from arbiter.web.observed import ObservedRequestsMiddleware
 from arbiter.web.request_id import RequestIdMiddleware
 from arbiter.web.settings import Settings
 from tests.web.live_server import PASSWORD, create_user, start_server, stop
@@ -87,13 +89,16 @@ def test_a_disabled_logger_logs_nothing(
     assert [r for r in caplog.records if r.name == "arbiter.access"] == []
 
 
-def test_the_setting_leaves_the_middleware_out(settings: Settings) -> None:
-    def middleware_of(app_settings: Settings) -> list[type]:
-        return [m.cls for m in create_app(app_settings).user_middleware]  # type: ignore[misc]
+def test_the_setting_leaves_the_access_log_out(settings: Settings) -> None:
+    def outermost(app_settings: Settings) -> list[Any]:
+        return create_app(app_settings).user_middleware[:2]
 
     # Outermost but for the request id, which its line carries.
-    assert middleware_of(settings)[:2] == [RequestIdMiddleware, AccessLogMiddleware]
-    assert AccessLogMiddleware not in middleware_of(settings.with_changes(access_log=False))
+    request_id, observed = outermost(settings)
+    assert (request_id.cls, observed.cls) == (RequestIdMiddleware, ObservedRequestsMiddleware)
+    assert any(isinstance(o, AccessLog) for o in observed.kwargs["observers"])
+    _, observed = outermost(settings.with_changes(access_log=False))
+    assert not any(isinstance(o, AccessLog) for o in observed.kwargs["observers"])
 
 
 def test_a_real_server_logs_one_line_per_request(tmp_path: Path) -> None:

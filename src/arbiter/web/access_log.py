@@ -5,17 +5,16 @@
 Fields: method, the route's path template (the path itself, percent-encoded,
 when no route matched), status, duration in milliseconds, client address,
 user ("-" when unknown). The user is the session's, or the account a worker
-or script call proved (`note_user`). A pure ASGI middleware, outermost, on the
-event loop; when the logger is not enabled for INFO a request costs one
-level check and nothing else, and `ARBITER_ACCESS_LOG=0` leaves it out.
+or script call proved (`note_user`). An observer of `ObservedRequestsMiddleware`
+(web/observed.py), on the event loop; when the logger is not enabled for INFO
+a request costs one level check, and `ARBITER_ACCESS_LOG=0` leaves it out.
 """
 
 import logging
-import time
 from urllib.parse import quote
 
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from arbiter.web.sessions import SCOPE_KEY as SESSION_KEY
 from arbiter.web.sessions import RequestSession
@@ -32,52 +31,35 @@ def note_user(scope: Scope, username: str) -> None:
     scope[USER_KEY] = username
 
 
-class AccessLogMiddleware:
-    def __init__(self, app: ASGIApp, logger: logging.Logger = ACCESS_LOG) -> None:
-        self.app = app
+class AccessLog:
+    """The access-log observer of `ObservedRequestsMiddleware` (web/observed.py)."""
+
+    def __init__(self, logger: logging.Logger = ACCESS_LOG) -> None:
         self.logger = logger
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.logger.isEnabledFor(logging.INFO):
-            await self.app(scope, receive, send)
+    def __call__(self, scope: Scope, method: str, status: int, seconds: float) -> None:
+        if not self.logger.isEnabledFor(logging.INFO):
             return
-        started = time.perf_counter()
-        method = scope["method"]  # before HEAD is served as GET
-        status = 0
-
-        async def recording_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, recording_send)
-        except Exception:
-            # Starlette's outermost error middleware answers it, outside this one.
-            status = status or 500
-            raise
-        finally:
-            route, client, user = route_of(scope), client_of(scope), user_of(scope)
-            milliseconds = (time.perf_counter() - started) * 1000
-            fields = {
-                "method": method,
-                "route": route,
-                "status": status,
-                "duration_ms": round(milliseconds, 1),
-                "client": client,
-                "user": user,
-            }
-            self.logger.info(
-                "%s %s %d %.1fms %s %s",
-                method,
-                route,
-                status,
-                milliseconds,
-                client,
-                user,
-                extra={"fields": fields},
-            )
+        route, client, user = route_of(scope), client_of(scope), user_of(scope)
+        milliseconds = seconds * 1000
+        fields = {
+            "method": method,
+            "route": route,
+            "status": status,
+            "duration_ms": round(milliseconds, 1),
+            "client": client,
+            "user": user,
+        }
+        self.logger.info(
+            "%s %s %d %.1fms %s %s",
+            method,
+            route,
+            status,
+            milliseconds,
+            client,
+            user,
+            extra={"fields": fields},
+        )
 
 
 def route_of(scope: Scope) -> str:

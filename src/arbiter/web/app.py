@@ -29,7 +29,7 @@ from starlette.middleware import Middleware
 
 from arbiter.domain.accounts import ActiveSession
 from arbiter.storage.lease import PrimaryLease, primary_lease
-from arbiter.web.access_log import AccessLogMiddleware
+from arbiter.web.access_log import AccessLog
 from arbiter.web.bootstrap import (
     JobTable,
     default_jobs,
@@ -39,7 +39,7 @@ from arbiter.web.bootstrap import (
 )
 from arbiter.web.errors import exception_handlers
 from arbiter.web.lease import LeaseKeeper, paused_without_lease
-from arbiter.web.metrics import AppMetrics, MetricsMiddleware
+from arbiter.web.metrics import AppMetrics
 from arbiter.web.middleware import (
     BodySizeLimitMiddleware,
     HeadMethodMiddleware,
@@ -48,6 +48,7 @@ from arbiter.web.middleware import (
     SecurityHeadersMiddleware,
     ShutdownGuardMiddleware,
 )
+from arbiter.web.observed import ObservedRequestsMiddleware, RequestObserver
 from arbiter.web.redirects import relative_slash_redirects
 from arbiter.web.request_id import RequestIdMiddleware
 from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
@@ -174,10 +175,12 @@ def create_app(
         Middleware(EndedSessionRedirectMiddleware),
     ]
     metrics = AppMetrics()
-    middleware.insert(0, Middleware(MetricsMiddleware, metrics=metrics))
+    observers: list[RequestObserver] = [metrics.observe_request]
     if settings.access_log:
-        middleware.insert(0, Middleware(AccessLogMiddleware))  # outermost: sees every reply
-    middleware.insert(0, Middleware(RequestIdMiddleware))  # its id is in every line below
+        observers.insert(0, AccessLog())
+    # Outermost but for the request id (in every line below): sees every reply.
+    middleware.insert(0, Middleware(ObservedRequestsMiddleware, observers=observers))
+    middleware.insert(0, Middleware(RequestIdMiddleware))
     app = Starlette(
         routes=routes(),
         middleware=middleware,

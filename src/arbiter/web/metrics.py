@@ -2,8 +2,8 @@
 
 Each app has a registry of its own (tests build many apps in one process):
 requests by route, method and status with their latency (counted by
-`MetricsMiddleware`, outermost but one, on the event loop), gauges read when
-the page is asked for (threadpool and admission gate occupancy, live runs and
+`AppMetrics.observe_request`, an observer of web/observed.py, on the event
+loop), gauges read when the page is asked for (threadpool and admission gate occupancy, live runs and
 workers, job queue depth, the primary's lease), and the process-wide
 histograms of `arbiter.telemetry` (commit latency, scheduling batch sizes) plus
 the client library's process figures (CPU, memory, open files).
@@ -14,7 +14,6 @@ so a proxy that forwards a public request does not make it local.
 """
 
 import ipaddress
-import time
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
@@ -29,7 +28,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from arbiter.telemetry import PROCESS_WIDE
 from arbiter.web.settings import Network
@@ -103,8 +102,10 @@ class AppMetrics:
         for name, text in GAUGES.items():
             self._gauges[name] = Gauge(f"arbiter_{name}", text, registry=self.registry)
 
-    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.requests.observe(route, method, status, seconds)
+    def observe_request(self, scope: Scope, method: str, status: int, seconds: float) -> None:
+        """An observer of `ObservedRequestsMiddleware` (web/observed.py): a request
+        without a reply counts as a 500."""
+        self.requests.observe(route_label(scope), method, status or 500, seconds)
 
     def render(self, gauges: dict[str, float]) -> bytes:
         """The page, with the gauges set to the values read just now."""
@@ -132,34 +133,6 @@ def threadpool_gauges() -> dict[str, float]:
         "threadpool_threads_busy": limiter.borrowed_tokens,
         "threadpool_threads_limit": limiter.total_tokens,
     }
-
-
-class MetricsMiddleware:
-    """Counts every request by its route template; pure ASGI, on the event loop."""
-
-    def __init__(self, app: ASGIApp, metrics: AppMetrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        method = scope["method"]
-        status = 500
-
-        async def recording_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, recording_send)
-        finally:
-            route = route_label(scope)
-            self.metrics.observe_request(route, method, status, time.perf_counter() - started)
 
 
 def route_label(scope: Scope) -> str:
