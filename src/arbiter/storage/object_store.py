@@ -137,7 +137,7 @@ def _translated(settings: BucketSettings, doing: str) -> Iterator[None]:
         code = str(error.response.get("Error", {}).get("Code", ""))
         if code in _MISSING:
             raise NoSuchObject(doing) from None
-        message = error.response.get("Error", {}).get("Message") or _CODES.get(code, code)
+        message = _CODES.get(code) or error.response.get("Error", {}).get("Message") or code
         raise ObjectStoreError(f"object store {settings.where()} {doing}: {message}") from None
     except BotoCoreError as error:
         raise ObjectStoreError(f"object store {settings.where()} {doing}: {error}") from None

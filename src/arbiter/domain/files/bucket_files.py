@@ -1,7 +1,7 @@
 """Nets' and books' bytes in an S3-compatible bucket (`ARBITER_FILES_S3_*`).
 
 Each file is an object named by its kind, name and hash
-(`nets/<name>/<sha256 hex>`, `books/<name>/sha384-<hex>`) beside a small
+(`nets/<name>/<sha256 hex>`, `books/<name>/sha384-<hex of its sri>`) beside a small
 manifest (`<key>.chunks`: the SHA-256 of each CHUNK_BYTES), so a download
 reads only the chunks a Range covers and checks each before its bytes leave
 the server, as with the database's chunks. Publishing uploads the object and
@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from arbiter.domain.files.stored import (
+    BOOK,
     CHUNK_BYTES,
     DamagedFile,
     DatabaseFiles,
@@ -42,11 +43,11 @@ MANIFESTS_KEPT = 1024  # files are immutable, so a manifest read once stays true
 
 
 def object_key(file: StoredFile) -> str:
-    """`<kind>s/<name>/<hash>`: a book's sri as hex, since base64 holds a '/'."""
-    digest = file.etag
-    if digest.startswith("sha384-"):
-        digest = "sha384-" + base64.b64decode(digest.removeprefix("sha384-")).hex()
-    return f"{file.kind}s/{file.name}/{digest}"
+    """`<kind>s/<name>/<hash in hex>`: a book's sri (base64 of a SHA-384 of its
+    text with normalised line ends) as `sha384-<hex>`, since base64 holds a '/'."""
+    if file.kind == BOOK:
+        return f"books/{file.name}/sha384-{base64.b64decode(file.etag).hex()}"
+    return f"{file.kind}s/{file.name}/{file.etag}"
 
 
 class BucketFiles:
