@@ -72,7 +72,7 @@ class S3Bucket:
             "ARBITER_FILES_S3_PREFIX": self.prefix,
         }
 
-    def keys(self) -> list[str]:
+    def object_keys(self) -> list[str]:
         listed = self.server.client().list_objects_v2(Bucket=self.name)
         return sorted(item["Key"] for item in listed.get("Contents", []))
 

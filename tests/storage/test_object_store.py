@@ -17,10 +17,10 @@ def bucket(s3_bucket: S3Bucket) -> Bucket:
 
 
 def test_an_object_is_put_read_measured_and_deleted_under_the_prefix(
-    bucket: Bucket, s3_bucket: S3Bucket, tmp_path: object
+    bucket: Bucket, s3_bucket: S3Bucket
 ) -> None:
     bucket.put_bytes("nets/a", b"0123456789")
-    assert s3_bucket.keys() == ["arbiter/nets/a"]
+    assert s3_bucket.object_keys() == ["arbiter/nets/a"]
     assert bucket.read("nets/a") == b"0123456789"
     assert bucket.read("nets/a", 2, 4) == b"234"
     assert bucket.size("nets/a") == 10

@@ -62,7 +62,7 @@ def test_an_upload_is_an_object_and_its_manifest_and_nothing_in_the_database(
     nets.add("alice", NAME, stage(tmp_path, DATA))
     _net, stored = nets.open_for_download(NAME, count=False)
     key = f"arbiter/nets/{NAME}/{SHA256}"
-    assert s3_bucket.keys() == [key, f"{key}.chunks"]
+    assert s3_bucket.object_keys() == [key, f"{key}.chunks"]
     assert chunks_in_database(storage, NET, NAME) == 0
     assert read_all(files, stored) == DATA
     assert files.is_stored(stored)
@@ -118,17 +118,17 @@ def test_a_refused_record_stores_no_row_and_leaves_at_most_an_orphan(
         files.publish(stored, staged.path, refuse)
     with storage.read() as tx:
         assert tx.nets.get(NAME) is None
-    assert len(s3_bucket.keys()) == 2  # the orphan: named by its content, harmless
+    assert len(s3_bucket.object_keys()) == 2  # the orphan: named by its content, harmless
 
 
 def test_a_second_upload_of_a_name_is_refused_before_any_byte_moves(
     nets: NetLibrary, s3_bucket: S3Bucket, tmp_path: Path
 ) -> None:
     nets.add("alice", NAME, stage(tmp_path, DATA))
-    before = s3_bucket.keys()
+    before = s3_bucket.object_keys()
     with pytest.raises(ValidationError, match="already uploaded"):
         nets.add("bob", NAME, stage(tmp_path, DATA))
-    assert s3_bucket.keys() == before
+    assert s3_bucket.object_keys() == before
 
 
 def test_files_kept_in_the_database_before_the_bucket_are_still_served(
