@@ -5,17 +5,21 @@ S3-compatible bucket (a local moto server), where a damaged object is refused.""
 
 import hashlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
 
+from arbiter.domain.files.bucket_files import BucketFiles
 from arbiter.domain.files.stored import CHUNK_BYTES
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
+from arbiter.storage.object_store import Bucket
 from tests.domain.files.support import stage
 from tests.s3_server import S3Bucket
+from tests.storage.test_unavailable import closed_port
 from tests.web.api_support import api_client, api_settings
 from tests.web.live_server import create_token, create_user, start_server, stop
 from tests.web.support import state
@@ -193,3 +197,18 @@ def test_a_damaged_object_in_the_bucket_is_refused(
     assert damaged.status_code == 500
     assert damaged.json()["error"].endswith("chunk 1 is damaged: the server's copy is damaged")
     assert (intact.status_code, intact.content) == (206, NET[:10])
+
+
+def test_a_bucket_that_stops_answering_makes_a_download_a_503(
+    tmp_path: Path, database_url: str, s3_bucket: S3Bucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with api_client(api_settings(tmp_path, database_url), monkeypatch) as client:
+        library = state(client).nets
+        dead = replace(s3_bucket.settings(), endpoint=f"http://127.0.0.1:{closed_port()}")
+        library.files = BucketFiles(state(client).storage, Bucket(s3_bucket.settings()))
+        library.add("alice", net_name(NET), stage(tmp_path, NET))
+        library.files = BucketFiles(state(client).storage, Bucket(dead))
+        reply = client.get(url())
+    assert reply.status_code == 503
+    assert reply.headers["retry-after"] == "5"
+    assert reply.json()["error"].endswith(": the file store does not answer; retry shortly")

@@ -144,8 +144,10 @@ def _parse_manifest(file: StoredFile, raw: bytes) -> list[str]:
 
 @contextmanager
 def _unavailable() -> Iterator[None]:
-    """An unreachable bucket as FileUnavailable, which downloads answer with 503."""
+    """An unreachable bucket as FileUnavailable, which the API answers with a 503:
+    the details (endpoint, key) go to the log, not to whoever asked."""
     try:
         yield
     except ObjectStoreError as error:
-        raise FileUnavailable(str(error)) from error
+        log.warning("%s", error)
+        raise FileUnavailable("the file store does not answer; retry shortly") from error
