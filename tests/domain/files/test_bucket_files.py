@@ -171,3 +171,16 @@ def test_the_data_dir_import_writes_to_the_bucket(
     assert chunks_in_database(storage, NET, net_name) == 0
     assert chunks_in_database(storage, BOOK, "e4.epd") == 0
     assert import_data_dir_files(storage, tmp_path, files).imported == []
+
+
+def test_delete_removes_the_object_its_manifest_and_any_database_chunks(
+    storage: Storage, clock: Clock, files: BucketFiles, s3_bucket: S3Bucket, tmp_path: Path
+) -> None:
+    NetLibrary(storage, clock).add("alice", NAME, stage(tmp_path, DATA))  # chunks in the database
+    stored = StoredFile(NET, NAME, len(DATA), SHA256)
+    files.publish(stored, stage(tmp_path, DATA).path, record=lambda tx: None)
+    assert len(s3_bucket.object_keys()) == 2
+    files.delete(stored)
+    assert s3_bucket.object_keys() == []
+    assert not files.is_stored(stored)
+    assert chunks_in_database(storage, NET, NAME) == 0
