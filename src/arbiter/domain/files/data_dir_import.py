@@ -1,4 +1,5 @@
-"""Moving nets and books from the data dir into the database (`arbiter db upgrade`).
+"""Moving nets and books from the data dir into their store (`arbiter db upgrade`):
+the database's chunks, or the bucket when one is configured.
 
 Before revision 0006 a net's or book's bytes were a file under the data dir
 (`nets/<name>`, `books/<name>`) and only its row was in the database. Each row

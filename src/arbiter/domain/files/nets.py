@@ -118,7 +118,7 @@ class NetLibrary:
         return NetPage(tuple(self._with_pending(net) for net in nets), total, page, pages)
 
     def open_for_download(self, name: str, *, count: bool = True) -> tuple[NetRecord, StoredFile]:
-        """The net and how to read it (`stored.read_chunks`); a read. `count` adds
+        """The net and how to read it (`self.files.read_chunk`); a read. `count` adds
         one to the net's downloads in memory (a HEAD passes False: it downloads nothing)."""
         if not NET_NAME.fullmatch(name):
             raise NotFound(f"Unknown net {name}")
