@@ -25,6 +25,9 @@ from arbiter.storage.migrate import upgrade
 
 BACKENDS = ("sqlite", "postgresql")
 
+# `s3_server` and `s3_bucket`: a local S3-compatible server for the object-store tests.
+pytest_plugins = ["tests.s3_server"]
+
 
 @pytest.fixture(autouse=True)
 def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,8 @@ from arbiter.storage.backup import BackupError, backup, restore
 from arbiter.storage.engine import describe_url, make_engine, probe
 from arbiter.storage.errors import DatabaseNotOpened, LeaseHeld
 from arbiter.storage.migrate import schema_status, upgrade
-from arbiter.web.bootstrap import make_accounts, prepare_database
+from arbiter.storage.object_store import ObjectStoreError
+from arbiter.web.bootstrap import check_files, file_store, make_accounts, prepare_database
 from arbiter.web.settings import Settings, SettingsError
 
 
@@ -53,7 +54,7 @@ def run_admin_command(args: argparse.Namespace) -> int:
     except (DomainError, SettingsError) as error:
         print(f"arbiter: {error}", file=sys.stderr)
         return 1
-    except (DatabaseNotOpened, LeaseHeld) as error:  # the operator's setup
+    except (DatabaseNotOpened, LeaseHeld, ObjectStoreError) as error:  # the operator's setup
         print(f"arbiter: {error}", file=sys.stderr)
         return 2
     except BackupError as error:
@@ -107,12 +108,16 @@ def db_upgrade(settings: Settings) -> int:
     engine = make_engine(settings.resolved_database_url, pool_size=1)
     try:
         probe(engine)
+        check_files(settings)
         upgrade(engine)
-        report = import_data_dir_files(Storage(engine), settings.data_dir)
+        storage = Storage(engine)
+        files = file_store(storage, settings)
+        report = import_data_dir_files(storage, settings.data_dir, files)
     finally:
         engine.dispose()
+    where = "the object store" if settings.files_s3_bucket else "the database"
     for name in report.imported:
-        print(f"stored in the database: {name}")
+        print(f"stored in {where}: {name}")
     for problem in report.problems:
         print(f"arbiter: not stored: {problem}", file=sys.stderr)
     print("database schema is up to date")

@@ -94,3 +94,33 @@ def test_git_settings_are_read_and_checked() -> None:
         Settings.from_env({"ARBITER_GIT_ALLOW": "10.0.0.0/40"})
     with pytest.raises(SettingsError, match="ARBITER_GIT_PER_ACCOUNT"):
         Settings.from_env({"ARBITER_GIT_PER_ACCOUNT": "0"})
+
+
+def test_files_s3_settings_are_read_and_checked() -> None:
+    parsed = Settings.from_env(
+        {
+            "ARBITER_FILES_S3_BUCKET": "nets",
+            "ARBITER_FILES_S3_ENDPOINT": "https://s3.example.org",
+            "ARBITER_FILES_S3_ACCESS_KEY_ID": "arbiter",
+            "ARBITER_FILES_S3_SECRET_ACCESS_KEY_FILE": "/etc/arbiter/s3-secret",
+        }
+    )
+    assert (parsed.files_s3_bucket, parsed.files_s3_endpoint) == ("nets", "https://s3.example.org")
+    assert Settings().files_s3_bucket == ""  # the database holds the bytes by default
+    refused = {
+        "is set but ARBITER_FILES_S3_BUCKET is not": {"ARBITER_FILES_S3_PREFIX": "arbiter/"},
+        "go together": {"ARBITER_FILES_S3_BUCKET": "b", "ARBITER_FILES_S3_ACCESS_KEY_ID": "k"},
+        "give the secret one way": {
+            "ARBITER_FILES_S3_BUCKET": "b",
+            "ARBITER_FILES_S3_ACCESS_KEY_ID": "k",
+            "ARBITER_FILES_S3_SECRET_ACCESS_KEY": "s",
+            "ARBITER_FILES_S3_SECRET_ACCESS_KEY_FILE": "/f",
+        },
+        "must be an http:// or https:// URL": {
+            "ARBITER_FILES_S3_BUCKET": "b",
+            "ARBITER_FILES_S3_ENDPOINT": "s3.example.org",
+        },
+    }
+    for says, environ in refused.items():
+        with pytest.raises(SettingsError, match=says):
+            Settings.from_env(environ)

@@ -1,8 +1,8 @@
 """`arbiter serve` start-up as an operator meets it, on real processes: one primary
 per database (the lease), and every set-up mistake (database unreachable or of
-a kind we do not support, port taken) refused with one line and exit status 2
-before anything is touched; the banner says which database was opened and
-whether it was created just now."""
+a kind we do not support, port taken, an object store that cannot be used)
+refused with one line and exit status 2 before anything is touched; the banner
+says which database was opened and whether it was created just now."""
 
 import os
 import signal
@@ -22,6 +22,7 @@ from sqlalchemy.engine import make_url
 from arbiter.storage.engine import normalize_url
 from arbiter.storage.lease import ADVISORY_LOCK_KEY
 from tests.conftest import postgres_admin_url
+from tests.s3_server import S3Bucket
 from tests.storage.test_lease import libpq
 from tests.storage.test_unavailable import closed_port
 from tests.web.live_server import Server, free_port, start_server, stop
@@ -206,3 +207,58 @@ def test_the_banner_says_a_database_was_created_just_now(
     second = start_server(data_dir, empty_database_url)
     stop(second)
     assert banner_database_line(second).endswith("(existing, 0 runs)")
+
+
+# ------------------------------------------------------------ an S3-compatible bucket
+
+
+def arbiter_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "arbiter", *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, env={**os.environ, **env}, timeout=60, check=False
+    )
+
+
+def misconfigured(bucket: S3Bucket, how: str, dead_port: int) -> tuple[dict[str, str], str]:
+    """ARBITER_FILES_S3_* wrong in one way, and what the refusal says."""
+    env = bucket.env()
+    if how == "wrong secret":
+        env["ARBITER_FILES_S3_SECRET_ACCESS_KEY"] = "not-the-secret"
+        return env, "cannot be used: access denied (check the access key and secret)"
+    if how == "no such bucket":
+        env["ARBITER_FILES_S3_BUCKET"] = "no-such-bucket"
+        return env, f"object store: no bucket 'no-such-bucket' at {bucket.server.endpoint}"
+    if how == "dead endpoint":
+        env["ARBITER_FILES_S3_ENDPOINT"] = f"http://127.0.0.1:{dead_port}"
+        return env, f"at http://127.0.0.1:{dead_port} cannot be used: Could not connect"
+    if how == "unreadable secret file":
+        env.pop("ARBITER_FILES_S3_SECRET_ACCESS_KEY")
+        env["ARBITER_FILES_S3_SECRET_ACCESS_KEY_FILE"] = "/nonexistent/s3-secret"
+        return env, "cannot read /nonexistent/s3-secret: No such file or directory"
+    env.pop("ARBITER_FILES_S3_BUCKET")
+    return env, "ARBITER_FILES_S3_ENDPOINT is set but ARBITER_FILES_S3_BUCKET is not"
+
+
+MISCONFIGURATIONS = [
+    "wrong secret",
+    "no such bucket",
+    "dead endpoint",
+    "unreadable secret file",
+    "no bucket",
+]
+
+
+@pytest.mark.parametrize("how", MISCONFIGURATIONS)
+def test_an_object_store_that_cannot_be_used_is_one_line(
+    how: str, tmp_path: Path, s3_bucket: S3Bucket
+) -> None:
+    env, says = misconfigured(s3_bucket, how, closed_port())
+    result = arbiter_with(env, *serve_args(tmp_path / "data"))
+    assert_refused_in_one_line(result, says)
+    assert "not-the-secret" not in result.stderr
+
+
+def test_db_upgrade_checks_the_object_store_first(tmp_path: Path, s3_bucket: S3Bucket) -> None:
+    env, says = misconfigured(s3_bucket, "wrong secret", closed_port())
+    result = arbiter_with(env, "db", "upgrade", "--data-dir", str(tmp_path / "data"))
+    assert_refused_in_one_line(result, says)

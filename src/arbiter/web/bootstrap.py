@@ -5,6 +5,7 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from argon2 import PasswordHasher, Type
 from sqlalchemy import Engine
@@ -13,8 +14,10 @@ from arbiter.domain.accounts import Accounts
 from arbiter.domain.actions import Actions
 from arbiter.domain.files import worker_package
 from arbiter.domain.files.books import BookLibrary
+from arbiter.domain.files.bucket_files import BucketFiles
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
+from arbiter.domain.files.stored import DatabaseFiles, FileStore
 from arbiter.domain.follows import Follows
 from arbiter.domain.password_guard import PasswordGuard, PasswordLimits
 from arbiter.domain.repos.cache import RepoCache
@@ -32,6 +35,7 @@ from arbiter.storage import Storage
 from arbiter.storage.engine import describe_url, make_engine, probe
 from arbiter.storage.lease import PrimaryLease
 from arbiter.storage.migrate import SchemaStatus, schema_status, upgrade
+from arbiter.storage.object_store import Bucket, BucketSettings
 from arbiter.storage.repo_locks import repo_locks
 from arbiter.web.settings import Settings, SettingsError
 from arbiter.web.state import AppState
@@ -159,9 +163,49 @@ def make_accounts(storage: Storage, settings: Settings) -> Accounts:
     )
 
 
-def open_books(storage: Storage, settings: Settings) -> BookLibrary:
+def configured_bucket(settings: Settings) -> Bucket | None:
+    """The object store of ARBITER_FILES_S3_*, None when files stay in the
+    database. Builds a client and reaches nothing (see `check_files`)."""
+    if not settings.files_s3_bucket:
+        return None
+    secret = settings.files_s3_secret_access_key
+    if settings.files_s3_secret_access_key_file:
+        path = settings.files_s3_secret_access_key_file
+        try:
+            secret = Path(path).read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise SettingsError(
+                f"ARBITER_FILES_S3_SECRET_ACCESS_KEY_FILE: cannot read {path}: {error.strerror}"
+            ) from None
+    return Bucket(
+        BucketSettings(
+            endpoint=settings.files_s3_endpoint,
+            bucket=settings.files_s3_bucket,
+            region=settings.files_s3_region,
+            access_key_id=settings.files_s3_access_key_id,
+            secret_access_key=secret,
+            prefix=settings.files_s3_prefix,
+        )
+    )
+
+
+def check_files(settings: Settings) -> None:
+    """Reach the configured bucket with its credentials (start-up and `db upgrade`):
+    ObjectStoreError (a StorageError) saying why not."""
+    bucket = configured_bucket(settings)
+    if bucket is not None:
+        bucket.check()
+
+
+def file_store(storage: Storage, settings: Settings) -> FileStore:
+    """Where nets' and books' bytes go: the bucket when one is configured."""
+    bucket = configured_bucket(settings)
+    return DatabaseFiles(storage) if bucket is None else BucketFiles(storage, bucket)
+
+
+def open_books(storage: Storage, settings: Settings, files: FileStore | None = None) -> BookLibrary:
     """The book library with its hashes loaded; the primary installs the shipped book."""
-    books = BookLibrary(storage, settings.data_dir / "books")
+    books = BookLibrary(storage, settings.data_dir / "books", files=files)
     books.load()
     if settings.is_primary and books.install_bundled():
         log.info("installed the default opening book")
@@ -210,7 +254,8 @@ def open_state(settings: Settings) -> AppState:
         prepare_database(engine, secondary=not settings.is_primary)
         storage = Storage(engine)
         gate = threading.Semaphore(settings.task_semaphore_size)
-        books = open_books(storage, settings)
+        files = file_store(storage, settings)
+        books = open_books(storage, settings, files)
         share = settings.task_semaphore_per_account or fair_share(settings.task_semaphore_size)
         fair_gate = AdmissionGate(gate, per_account=share)
         approval = ApprovalPolicy(allow_self=settings.allow_self_approval)
@@ -228,7 +273,7 @@ def open_state(settings: Settings) -> AppState:
             secret_key=load_secret_key(storage, settings.secret_key),
             runs=runs,
             pgns=PgnArchive(storage),
-            nets=NetLibrary(storage),
+            nets=NetLibrary(storage, files=files),
             books=books,
             task_semaphore=gate,
             worker_package=publish_worker_package(settings),

@@ -1,4 +1,4 @@
-"""Serving a net or a book from the database: ETag, conditional and Range requests.
+"""Serving a net or a book from its `FileStore`: ETag, conditional and Range requests.
 
 `If-None-Match` with the file's ETag answers 304; one byte range
 (`bytes=a-b`, `bytes=a-`, `bytes=-n`) answers 206 with only the chunks it
@@ -15,8 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from arbiter.domain.files.stored import CHUNK_BYTES, DamagedFile, StoredFile, read_chunk
-from arbiter.storage import Storage
+from arbiter.domain.files.stored import CHUNK_BYTES, DamagedFile, FileStore, StoredFile
 from arbiter.web.errors import ApiError
 from arbiter.web.middleware import is_head_request
 
@@ -24,7 +23,7 @@ _RANGE = re.compile(r"bytes=(\d{0,19})-(\d{0,19})")
 
 
 async def stored_file_response(
-    request: Request, storage: Storage, file: StoredFile, headers: dict[str, str]
+    request: Request, files: FileStore, file: StoredFile, headers: dict[str, str]
 ) -> Response:
     etag = f'"{file.etag}"'
     common = {**headers, "etag": etag, "accept-ranges": "bytes"}
@@ -44,22 +43,22 @@ async def stored_file_response(
     # The first chunk is read before the reply starts, so a file whose bytes are
     # missing or damaged is a clean JSON error rather than a cut-off download.
     try:
-        first = await run_in_threadpool(read_chunk, storage, file, start // CHUNK_BYTES)
+        first = await run_in_threadpool(files.read_chunk, file, start // CHUNK_BYTES)
     except DamagedFile as error:
         raise ApiError(500, f"{error}: the server's copy is damaged") from None
-    body = _body(storage, file, start, end, first)
+    body = _body(files, file, start, end, first)
     return StreamingResponse(body, status_code=status, headers=common)
 
 
 async def _body(
-    storage: Storage, file: StoredFile, start: int, end: int, first_chunk: bytes
+    files: FileStore, file: StoredFile, start: int, end: int, first_chunk: bytes
 ) -> AsyncIterator[bytes]:
     first, last = start // CHUNK_BYTES, end // CHUNK_BYTES
     for seq in range(first, last + 1):
         if seq == first:
             data = first_chunk
         else:
-            data = await run_in_threadpool(read_chunk, storage, file, seq)
+            data = await run_in_threadpool(files.read_chunk, file, seq)
         low = start - seq * CHUNK_BYTES if seq == first else 0
         high = end - seq * CHUNK_BYTES + 1 if seq == last else len(data)
         yield data[low:high]

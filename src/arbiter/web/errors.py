@@ -29,6 +29,7 @@ from arbiter.domain.errors import (
     Unauthorized,
     ValidationError,
 )
+from arbiter.domain.files.stored import FileUnavailable
 from arbiter.storage import StorageUnavailable
 from arbiter.web.middleware import is_api_path, request_started_at
 from arbiter.web.replies import worker_error_body
@@ -61,6 +62,7 @@ _DOMAIN_STATUS: tuple[tuple[type[DomainError], int], ...] = (
     (PasswordChecksBusy, 503),
     (TooManyGitReads, 429),
     (GitBusy, 503),
+    (FileUnavailable, 503),
 )
 
 _REASONS = {

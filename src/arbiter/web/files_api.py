@@ -142,7 +142,7 @@ async def download_net(request: Request) -> Response:
     count = not is_head_request(request.scope)
     state = app_state(request)
     _net, stored = await run_in_threadpool(state.nets.open_for_download, name, count=count)
-    return await stored_file_response(request, state.storage, stored, _download_headers(name))
+    return await stored_file_response(request, state.nets.files, stored, _download_headers(name))
 
 
 # ---------------------------------------------------------------- books
@@ -172,7 +172,7 @@ async def download_book(request: Request) -> Response:
     name = str(request.path_params["name"])
     state = app_state(request)
     _book, stored = await run_in_threadpool(state.books.open_for_download, name)
-    return await stored_file_response(request, state.storage, stored, _download_headers(name))
+    return await stored_file_response(request, state.books.files, stored, _download_headers(name))
 
 
 # ---------------------------------------------------------------- the worker's own package

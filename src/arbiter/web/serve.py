@@ -19,7 +19,7 @@ from arbiter.admin import settings_from_args
 from arbiter.storage import StorageError
 from arbiter.storage.lease import primary_lease
 from arbiter.web.app import create_app, require_single_process_on_primary
-from arbiter.web.bootstrap import open_database
+from arbiter.web.bootstrap import check_files, open_database
 from arbiter.web.connection_limits import ConnectionLimits, protocol_class, raise_fd_limit
 from arbiter.web.logs import configure_logging
 from arbiter.web.settings import Settings, SettingsError
@@ -57,7 +57,8 @@ def serve_command(args: argparse.Namespace) -> int:
     """Everything an operator can get wrong is checked before uvicorn starts, in
     this order, each refusal one line on stderr and exit status 2: the settings,
     the port (bound now and kept, so nothing can take it before uvicorn listens),
-    the primary's lease (before anything is migrated), the database."""
+    the primary's lease (before anything is migrated), the database, the object
+    store when one is configured."""
     listening: socket.socket | None = None
     lease = None
     try:
@@ -66,6 +67,7 @@ def serve_command(args: argparse.Namespace) -> int:
         listening = listening_socket(settings.host, settings.port)
         lease = primary_lease(settings.resolved_database_url) if settings.is_primary else None
         database = open_database(settings, lease)
+        check_files(settings)
         app = create_app(settings, tune_runtime=True, lease=lease)
     except (SettingsError, StorageError, PortUnavailable) as error:
         print(f"arbiter: {error}", file=sys.stderr)

@@ -119,6 +119,16 @@ class Settings:
     metrics_allow: str = "127.0.0.1,::1"
     # Log lines as text (one line, for a terminal) or JSON objects (for a collector).
     log_format: str = "text"
+    # Nets' and books' bytes in an S3-compatible bucket instead of the database
+    # (domain/files/bucket_files.py): set the bucket to use one. Without a key
+    # and secret, boto3's own chain (AWS_* variables, ~/.aws, an instance role).
+    files_s3_bucket: str = ""
+    files_s3_endpoint: str = ""  # e.g. https://minio.example.org:9000; empty: AWS
+    files_s3_region: str = ""
+    files_s3_access_key_id: str = ""
+    files_s3_secret_access_key: str = ""
+    files_s3_secret_access_key_file: str = ""  # the secret read from this file instead
+    files_s3_prefix: str = ""  # before every key, e.g. "arbiter/"
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -176,6 +186,7 @@ class Settings:
             raise SettingsError("ARBITER_MAX_CONNECTIONS must be 0 (automatic) or positive")
         self._validate_password_limits()
         self._validate_git()
+        self._validate_files_s3()
         if self.task_semaphore_size >= self.threadpool_tokens:
             raise SettingsError("ARBITER_TASK_SEMAPHORE_SIZE must be below THREADPOOL_TOKENS")
         if not 0 <= self.task_semaphore_per_account <= self.task_semaphore_size:
@@ -183,6 +194,34 @@ class Settings:
                 "ARBITER_TASK_SEMAPHORE_PER_ACCOUNT must be 0 (half the gate)"
                 " to ARBITER_TASK_SEMAPHORE_SIZE"
             )
+
+    def _validate_files_s3(self) -> None:
+        others = (
+            "files_s3_endpoint",
+            "files_s3_region",
+            "files_s3_access_key_id",
+            "files_s3_secret_access_key",
+            "files_s3_secret_access_key_file",
+            "files_s3_prefix",
+        )
+        named = [f"ARBITER_{name.upper()}" for name in others if getattr(self, name)]
+        if named and not self.files_s3_bucket:
+            raise SettingsError(f"{named[0]} is set but ARBITER_FILES_S3_BUCKET is not")
+        if self.files_s3_secret_access_key and self.files_s3_secret_access_key_file:
+            raise SettingsError(
+                "ARBITER_FILES_S3_SECRET_ACCESS_KEY and ..._SECRET_ACCESS_KEY_FILE:"
+                " give the secret one way"
+            )
+        secret = self.files_s3_secret_access_key or self.files_s3_secret_access_key_file
+        if bool(self.files_s3_access_key_id) != bool(secret):
+            raise SettingsError(
+                "ARBITER_FILES_S3_ACCESS_KEY_ID and its secret go together (or neither:"
+                " boto3's own credentials)"
+            )
+        if self.files_s3_endpoint and not self.files_s3_endpoint.startswith(
+            ("http://", "https://")
+        ):
+            raise SettingsError("ARBITER_FILES_S3_ENDPOINT must be an http:// or https:// URL")
 
     def _validate_git(self) -> None:
         positive = (

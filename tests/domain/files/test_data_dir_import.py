@@ -16,6 +16,7 @@ from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.storage.migrate import upgrade
 from arbiter.storage.records import BookRecord, NetRecord
 from tests.domain.files.support import stored_bytes
+from tests.s3_server import S3Bucket
 
 NET_BYTES = b"NNUE" + bytes(range(256)) * 10
 BOOK_BYTES = b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -\n"
@@ -89,3 +90,25 @@ def test_db_upgrade_copies_them(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert f"stored in the database: net {net_name}" in done.stdout
     assert "not stored: book e4.epd" in done.stderr
+
+
+def test_db_upgrade_copies_them_into_the_configured_bucket(
+    tmp_path: Path, s3_bucket: S3Bucket
+) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    engine = make_engine(sqlite_url(data_dir))
+    upgrade(engine)
+    net_name, _book = old_layout(Storage(engine), data_dir)
+    engine.dispose()
+    done = subprocess.run(
+        [sys.executable, "-m", "arbiter", "db", "upgrade", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **s3_bucket.env()},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"stored in the object store: net {net_name}" in done.stdout
+    sha256 = hashlib.sha256(NET_BYTES).hexdigest()
+    assert f"arbiter/nets/{net_name}/{sha256}" in s3_bucket.object_keys()

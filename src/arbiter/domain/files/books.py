@@ -34,9 +34,9 @@ from arbiter.domain.files.book_catalogue import (
 )
 from arbiter.domain.files.book_check import count_positions
 from arbiter.domain.files.staging import StagedUpload, StagingFile
-from arbiter.domain.files.stored import BOOK, StoredFile, store
+from arbiter.domain.files.stored import BOOK, DatabaseFiles, FileStore, StoredFile
 from arbiter.domain.run_args import DEFAULT_BOOK  # shipped, see scripts/make_default_book.py
-from arbiter.storage import Storage
+from arbiter.storage import Storage, Tx
 from arbiter.storage.errors import DuplicateKey
 from arbiter.storage.records import BookRecord
 
@@ -84,9 +84,14 @@ def check_book_name(name: str) -> None:
 
 class BookLibrary:
     def __init__(
-        self, storage: Storage, directory: Path, clock: Callable[[], float] = time.time
+        self,
+        storage: Storage,
+        directory: Path,
+        clock: Callable[[], float] = time.time,
+        files: FileStore | None = None,
     ) -> None:
         self._storage = storage
+        self.files = files or DatabaseFiles(storage)
         self.directory = directory
         self._clock = clock
         self._sris: dict[str, str] = {}  # hosted books
@@ -191,20 +196,25 @@ class BookLibrary:
             )
 
     def _commit(self, book: BookRecord, staged: StagedUpload) -> None:
+        def write_record(tx: Tx) -> None:
+            tx.books.add(book)
+            record(
+                tx,
+                time=book.uploaded_at,
+                action="upload_book",
+                username=book.username,
+                message=f"{book.name} ({book.total} positions, {book.size} bytes)",
+            )
+
+        already = ValidationError("name", f"{book.name} is already uploaded")
+        with self._storage.read() as tx:
+            if tx.books.get(book.name) is not None:  # before sending bytes anywhere
+                raise already
         try:
-            with self._storage.write() as tx:
-                tx.books.add(book)
-                message = f"{book.name} ({book.total} positions, {book.size} bytes)"
-                record(
-                    tx,
-                    time=book.uploaded_at,
-                    action="upload_book",
-                    username=book.username,
-                    message=message,
-                )
-                store(tx, BOOK, book.name, staged.path)  # all of it or nothing
+            stored = StoredFile(BOOK, book.name, book.size, book.sri)
+            self.files.publish(stored, staged.path, write_record)  # all of it or nothing
         except DuplicateKey:
-            raise ValidationError("name", f"{book.name} is already uploaded") from None
+            raise already from None
 
     def install_bundled(self) -> bool:
         """Add the book shipped with Arbiter unless it is there; True if added."""

@@ -1,4 +1,5 @@
-"""Moving nets and books from the data dir into the database (`arbiter db upgrade`).
+"""Moving nets and books from the data dir into their store (`arbiter db upgrade`):
+the database's chunks, or the bucket when one is configured.
 
 Before revision 0006 a net's or book's bytes were a file under the data dir
 (`nets/<name>`, `books/<name>`) and only its row was in the database. Each row
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arbiter.domain.files.stored import BOOK, NET, is_stored, store
+from arbiter.domain.files.stored import BOOK, NET, DatabaseFiles, FileStore, StoredFile
 from arbiter.protocol.books import BookHasher
 from arbiter.storage import Storage
 
@@ -27,17 +28,21 @@ class ImportReport:
     problems: list[str] = field(default_factory=list)  # "name: why", left as they were
 
 
-def import_data_dir_files(storage: Storage, data_dir: Path) -> ImportReport:
+def import_data_dir_files(
+    storage: Storage, data_dir: Path, files: FileStore | None = None
+) -> ImportReport:
+    """Into `files` (the configured store; the database's chunks by default)."""
+    files = files or DatabaseFiles(storage)
     report = ImportReport()
     with storage.read() as tx:
         nets = [(net.name, net.size, net.sha256) for net in tx.nets.list(limit=1_000_000)]
         books = [(book.name, book.size, book.sri) for book in tx.books.list()]
     for name, size, sha256 in nets:
         wanted = Wanted(NET, name, size, sha256, _sha256)
-        _import(storage, wanted, data_dir / "nets" / name, report)
+        _import(files, wanted, data_dir / "nets" / name, report)
     for name, size, sri in books:
         wanted = Wanted(BOOK, name, size, sri, _book_sri)
-        _import(storage, wanted, data_dir / "books" / name, report)
+        _import(files, wanted, data_dir / "books" / name, report)
     return report
 
 
@@ -52,20 +57,18 @@ class Wanted:
     hash_of: Callable[[Path], str]
 
 
-def _import(storage: Storage, wanted: Wanted, path: Path, report: ImportReport) -> None:
+def _import(files: FileStore, wanted: Wanted, path: Path, report: ImportReport) -> None:
     kind, name, size = wanted.kind, wanted.name, wanted.size
-    with storage.read() as tx:
-        if is_stored(tx, kind, name, size):
-            return
+    stored = StoredFile(kind, name, size, wanted.digest)
+    if files.is_stored(stored):
+        return
     if not path.is_file():
         report.problems.append(f"{kind} {name}: no file at {path} (its bytes are not stored)")
         return
     if path.stat().st_size != size or wanted.hash_of(path) != wanted.digest:
         report.problems.append(f"{kind} {name}: {path} is not the file recorded (hash differs)")
         return
-    with storage.write() as tx:
-        tx.file_chunks.delete(kind, name)  # a partial copy, if any
-        store(tx, kind, name, path)
+    files.publish(stored, path, record=lambda tx: None)  # its row is there already
     report.imported.append(f"{kind} {name}")
 
 

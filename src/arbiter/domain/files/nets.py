@@ -17,8 +17,8 @@ from arbiter.domain.actions import record
 from arbiter.domain.errors import NotFound, ValidationError
 from arbiter.domain.files.download_counts import DownloadCounts
 from arbiter.domain.files.staging import StagedUpload
-from arbiter.domain.files.stored import NET, StoredFile, store
-from arbiter.storage import Storage
+from arbiter.domain.files.stored import NET, DatabaseFiles, FileStore, StoredFile
+from arbiter.storage import Storage, Tx
 from arbiter.storage.errors import DuplicateKey
 from arbiter.storage.records import NetRecord, NetSearch
 
@@ -41,8 +41,14 @@ def check_net_name(name: str) -> None:
 
 
 class NetLibrary:
-    def __init__(self, storage: Storage, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        clock: Callable[[], float] = time.time,
+        files: FileStore | None = None,
+    ) -> None:
         self._storage = storage
+        self.files = files or DatabaseFiles(storage)
         self._clock = clock
         self.downloads = DownloadCounts(self._write_downloads)
 
@@ -68,21 +74,28 @@ class NetLibrary:
             staged.discard()
 
     def _commit(self, net: NetRecord, staged: StagedUpload) -> None:
+        def write_record(tx: Tx) -> None:
+            tx.nets.add(net)
+            record(
+                tx,
+                time=net.uploaded_at,
+                action="upload_nn",
+                username=net.username,
+                message=f"{net.name} ({net.size} bytes)",
+                data={"nn": net.name},  # the reference's upload_nn names it so
+            )
+
+        already = ValidationError("name", f"{net.name} is already uploaded")
+        with self._storage.read() as tx:
+            if tx.nets.get(net.name) is not None:  # before sending bytes anywhere
+                raise already
         try:
-            with self._storage.write() as tx:
-                tx.nets.add(net)
-                record(
-                    tx,
-                    time=net.uploaded_at,
-                    action="upload_nn",
-                    username=net.username,
-                    message=f"{net.name} ({net.size} bytes)",
-                    data={"nn": net.name},  # the reference's upload_nn names it so
-                )
-                # The bytes in the same transaction: all of the net or nothing.
-                store(tx, NET, net.name, staged.path)
+            # The row only once all of the bytes are kept: all of the net or nothing.
+            self.files.publish(
+                StoredFile(NET, net.name, net.size, net.sha256), staged.path, write_record
+            )
         except DuplicateKey:
-            raise ValidationError("name", f"{net.name} is already uploaded") from None
+            raise already from None
 
     def get(self, name: str) -> NetRecord:
         with self._storage.read() as tx:
@@ -105,7 +118,7 @@ class NetLibrary:
         return NetPage(tuple(self._with_pending(net) for net in nets), total, page, pages)
 
     def open_for_download(self, name: str, *, count: bool = True) -> tuple[NetRecord, StoredFile]:
-        """The net and how to read it (`stored.read_chunks`); a read. `count` adds
+        """The net and how to read it (`self.files.read_chunk`); a read. `count` adds
         one to the net's downloads in memory (a HEAD passes False: it downloads nothing)."""
         if not NET_NAME.fullmatch(name):
             raise NotFound(f"Unknown net {name}")

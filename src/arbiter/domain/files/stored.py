@@ -1,20 +1,25 @@
-"""Nets' and books' bytes in the database, so any process can serve them.
+"""Nets' and books' bytes where every process can read them: `FileStore`,
+with the database's chunks here (`DatabaseFiles`, the default) and an
+S3-compatible bucket in `bucket_files.py`.
 
-A file is stored as numbered chunks of CHUNK_BYTES (the last one shorter),
+In the database a file is stored as numbered chunks of CHUNK_BYTES (the last one shorter),
 each with its SHA-256, inside the transaction that records the file, so a
 name never points at a partial file. Reading checks each chunk's hash before
 its bytes leave the server: a damaged row is an error, never a wrong net.
 Each chunk is read in a short read transaction of its own, so a download
 holds no connection or snapshot between chunks and memory stays at one chunk
-(web/downloads.py streams them, and reads only the chunks a Range covers). [THREAD]: everything here
-blocks on the database.
+(web/downloads.py streams them, and reads only the chunks a Range covers).
+[THREAD]: everything here blocks on the database.
 """
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
+from arbiter.domain.errors import RetryLater
 from arbiter.storage import Storage
 from arbiter.storage.sql import Tx
 
@@ -28,6 +33,13 @@ class DamagedFile(Exception):  # noqa: N818 - named for what happened
     """A stored chunk is missing or does not hash to what was recorded."""
 
 
+class FileUnavailable(RetryLater):
+    """Where the bytes are kept cannot be reached now (the object store is down)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(5.0, message)
+
+
 @dataclass(frozen=True, slots=True)
 class StoredFile:
     """What a download needs to know before reading: its size and validator."""
@@ -36,6 +48,60 @@ class StoredFile:
     name: str
     size: int
     etag: str  # a strong validator: the file's hash as its record keeps it
+
+
+Record = Callable[[Tx], None]
+
+
+class FileStore(Protocol):
+    """Where nets' and books' bytes are kept. [THREAD]: every method blocks."""
+
+    def publish(self, file: StoredFile, source: Path, record: Record) -> None:
+        """Keep `source` as `file`'s bytes and run `record` (which writes the
+        file's row) in a write transaction, so that the row never names bytes
+        that are not all there. `record` raising stores no row."""
+        ...
+
+    def read_chunk(self, file: StoredFile, seq: int) -> bytes:
+        """Chunk `seq` (CHUNK_BYTES each, the last shorter), hash-checked:
+        DamagedFile when missing or wrong, FileUnavailable when unreachable."""
+        ...
+
+    def is_stored(self, file: StoredFile) -> bool: ...
+
+    def delete(self, file: StoredFile) -> None: ...
+
+
+class DatabaseFiles:
+    """Bytes in the database's `file_chunks`, written in the record's transaction."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    def publish(self, file: StoredFile, source: Path, record: Record) -> None:
+        with self._storage.write() as tx:
+            record(tx)
+            tx.file_chunks.delete(file.kind, file.name)  # a partial copy, if any
+            store(tx, file.kind, file.name, source)
+
+    def read_chunk(self, file: StoredFile, seq: int) -> bytes:
+        return read_chunk(self._storage, file, seq)
+
+    def is_stored(self, file: StoredFile) -> bool:
+        with self._storage.read() as tx:
+            return is_stored(tx, file.kind, file.name, file.size)
+
+    def delete(self, file: StoredFile) -> None:
+        with self._storage.write() as tx:
+            tx.file_chunks.delete(file.kind, file.name)
+
+
+def chunk_hashes(source: Path) -> list[str]:
+    """The SHA-256 of each CHUNK_BYTES of `source`, as `store` records them."""
+    with source.open("rb") as file:
+        return [
+            hashlib.sha256(chunk).hexdigest() for chunk in iter(lambda: file.read(CHUNK_BYTES), b"")
+        ]
 
 
 def store(tx: Tx, kind: str, name: str, source: Path) -> int:

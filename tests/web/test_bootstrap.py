@@ -1,0 +1,49 @@
+"""Start-up's choice of where nets' and books' bytes go: the database unless a
+bucket is configured, its secret read from a file when so told. Nothing here
+reaches a store (a Bucket reaches one only when used)."""
+
+from pathlib import Path
+
+import pytest
+
+from arbiter.domain.files.bucket_files import BucketFiles
+from arbiter.domain.files.stored import DatabaseFiles
+from arbiter.storage import Storage
+from arbiter.storage.engine import make_engine
+from arbiter.web.bootstrap import configured_bucket, file_store
+from arbiter.web.settings import Settings, SettingsError
+
+
+def bucket_settings(**changes: str) -> Settings:
+    return Settings(files_s3_bucket="nets", files_s3_endpoint="http://127.0.0.1:9", **changes)
+
+
+def test_without_a_bucket_the_database_keeps_the_bytes(sqlite_database_url: str) -> None:
+    engine = make_engine(sqlite_database_url)
+    storage = Storage(engine)
+    assert configured_bucket(Settings()) is None
+    assert isinstance(file_store(storage, Settings()), DatabaseFiles)
+    assert isinstance(file_store(storage, bucket_settings()), BucketFiles)
+    engine.dispose()
+
+
+def test_the_secret_is_read_from_its_file(tmp_path: Path) -> None:
+    secret = tmp_path / "s3-secret"
+    secret.write_text("the secret\n")
+    settings = bucket_settings(
+        files_s3_access_key_id="arbiter", files_s3_secret_access_key_file=str(secret)
+    )
+    bucket = configured_bucket(settings)
+    assert bucket is not None
+    assert (bucket.settings.access_key_id, bucket.settings.secret_access_key) == (
+        "arbiter",
+        "the secret",
+    )
+
+
+def test_an_unreadable_secret_file_is_a_settings_error(tmp_path: Path) -> None:
+    settings = bucket_settings(
+        files_s3_access_key_id="arbiter", files_s3_secret_access_key_file=str(tmp_path / "none")
+    )
+    with pytest.raises(SettingsError, match="ARBITER_FILES_S3_SECRET_ACCESS_KEY_FILE: cannot read"):
+        configured_bucket(settings)
