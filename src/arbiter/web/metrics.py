@@ -3,8 +3,9 @@
 Each app has a registry of its own (tests build many apps in one process):
 requests by route, method and status with their latency (counted by
 `AppMetrics.observe_request`, an observer of web/observed.py, on the event
-loop), gauges read when the page is asked for (threadpool and admission gate occupancy, live runs and
-workers, job queue depth, the primary's lease), and the process-wide
+loop), gauges read when the page is asked for (threadpool and admission gate
+occupancy, live runs and workers, job queue depth, the primary's lease), and
+the process-wide
 histograms of `arbiter.telemetry` (commit latency, scheduling batch sizes) plus
 the client library's process figures (CPU, memory, open files).
 
