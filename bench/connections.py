@@ -39,7 +39,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import harness
-from bench.fleet import ENDPOINTS, Options, fleet_config, run_phase
+from bench.fleet import Options, fleet_config, p99_beside_table, run_phase
 from bench.fleetsim import clock, percentile
 from bench.httpclient import Connection, HttpError, Pool
 from tests.web.live_server import Server, free_port, wait_until_serving
@@ -238,21 +238,7 @@ async def trickle(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             again, _ = await run_phase("alone again", pid, port, config, options)
             log = server.output()
     crashes, disconnects = unhandled_errors(log)
-    lines = [
-        "| endpoint | p99 alone ms | p99 beside tricklers ms | p99 alone again ms"
-        " | ratio to the mean alone (goal < 2) |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    worst = 0.0
-    for endpoint in ENDPOINTS:
-        if len(alone.latencies.get(endpoint, [])) < 100:
-            continue
-        a, b, c = (phase.p(endpoint, 99) for phase in (alone, beside, again))
-        worst = max(worst, b / ((a + c) / 2))
-        lines.append(
-            f"| {endpoint.removeprefix('/api/')} | {a:.2f} | {b:.2f} | {c:.2f}"
-            f" | {b / ((a + c) / 2):.2f} |"
-        )
+    lines, worst = p99_beside_table(alone, beside, again, "beside tricklers")
     closed = max(1, counts["closed by server"])
     lines += [
         "",

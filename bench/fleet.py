@@ -174,6 +174,30 @@ async def sample(
     phase.rss_end_kib = harness.rss_kib(pid)
 
 
+def p99_beside_table(
+    alone: Phase, beside: Phase, again: Phase, beside_label: str
+) -> tuple[list[str], float]:
+    """The markdown table of each endpoint's p99 alone, beside some load and
+    alone again, with the ratio to the mean alone; and the worst ratio.
+    Endpoints with fewer than 100 samples alone are left out."""
+    lines = [
+        f"| endpoint | p99 alone ms | p99 {beside_label} ms | p99 alone again ms"
+        " | ratio to the mean alone (goal < 2) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    worst = 0.0
+    for endpoint in ENDPOINTS:
+        if len(alone.latencies.get(endpoint, [])) < 100:
+            continue
+        a, b, c = (phase.p(endpoint, 99) for phase in (alone, beside, again))
+        worst = max(worst, b / ((a + c) / 2))
+        lines.append(
+            f"| {endpoint.removeprefix('/api/')} | {a:.2f} | {b:.2f} | {c:.2f}"
+            f" | {b / ((a + c) / 2):.2f} |"
+        )
+    return lines, worst
+
+
 def fleet_config(options: Options, accounts: harness.Accounts, *, strict: bool) -> FleetConfig:
     return FleetConfig(
         workers=options.workers,

@@ -28,7 +28,7 @@ import uvloop
 
 from bench import harness
 from bench.command import command_line
-from bench.fleet import ENDPOINTS, Options, fleet_config, run_phase
+from bench.fleet import Options, fleet_config, p99_beside_table, run_phase
 from bench.fleetsim import clock
 from bench.httpclient import Connection, HttpError
 
@@ -102,21 +102,7 @@ async def slow_headers(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             config.generation = 2
             again, _ = await run_phase("alone again", pid, port, config, options)
             crashes = harness.server_errors(server)
-    lines = [
-        "| endpoint | p99 alone ms | p99 beside slow clients ms | p99 alone again ms"
-        " | ratio to the mean alone (goal < 2) |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    worst = 0.0
-    for endpoint in ENDPOINTS:
-        if len(alone.latencies.get(endpoint, [])) < 100:
-            continue
-        a, b, c = (phase.p(endpoint, 99) for phase in (alone, beside, again))
-        worst = max(worst, b / ((a + c) / 2))
-        lines.append(
-            f"| {endpoint.removeprefix('/api/')} | {a:.2f} | {b:.2f} | {c:.2f}"
-            f" | {b / ((a + c) / 2):.2f} |"
-        )
+    lines, worst = p99_beside_table(alone, beside, again, "beside slow clients")
     lines += [
         "",
         f"- {args.workers} workers at cadence x4, {args.duration:g} s per phase"
