@@ -1,7 +1,13 @@
 """Fleet benchmark (issue 7): simulated workers against a real Arbiter primary.
 
 Run: .venv/bin/python bench/fleet.py --workers N --duration S [--speedup 4]
-     [--database-url URL] [--runs 20] [--connections C] [--write]
+     [--mix steady|heavy] [--database-url URL] [--runs 20] [--connections C] [--write]
+
+Two mixes. steady: 30-minute tasks (29 updates), beats on their own clock,
+worker tokens. heavy (issue 19): tasks of 5-7 updates on small machines, so
+assignments are 16 times as frequent; workers send their account password,
+as the official worker does; 10 runs; a beat only when no update came for a
+beat period.
 
 The server is pinned to CPU 0 and this load generator to CPU 1. The same
 schedule (same seed) first runs against a raw ASGI hello app served by the
@@ -30,10 +36,11 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 import httpx2 as httpx
 import uvloop
 
-from bench import harness
+from bench import harness, profile
 from bench.command import command_line
 from bench.fleetsim import (
     TAIL_SAMPLES,
+    WORKER_CONCURRENCY,
     Cadence,
     Chaos,
     Fleet,
@@ -43,6 +50,7 @@ from bench.fleetsim import (
     supported,
 )
 from bench.httpclient import Pool
+from tests.web.live_server import PASSWORD
 
 ENDPOINTS = ("/api/request_version", "/api/request_task", "/api/update_task", "/api/beat")
 # Reference figures (fishtest-reference 11, reliability-performance B5), ms.
@@ -52,6 +60,11 @@ REFERENCE_P50 = {
     "/api/request_version": 4.0,
     "/api/request_task": 15.0,
 }
+MIXES = ("steady", "heavy")
+# Small machines (3 or 4 slots) get tasks of 5 or 7 SPRT batches: at cadence x4,
+# 10,000 of them make about 110 request_task, 110 request_version and 660
+# update_task calls a second (issue 19's heavy-assignment mix).
+HEAVY_CONCURRENCIES = (3, 4)
 GOAL_P99 = {"/api/beat": 10.0, "/api/update_task": 20.0, "/api/request_task": 30.0}
 
 
@@ -116,6 +129,7 @@ class Options:
     connections: int
     chaos: bool
     seed: int = 1
+    mix: str = "steady"
 
 
 async def run_phase(
@@ -199,14 +213,18 @@ def p99_beside_table(
 
 
 def fleet_config(options: Options, accounts: harness.Accounts, *, strict: bool) -> FleetConfig:
+    heavy = options.mix == "heavy"
     return FleetConfig(
         workers=options.workers,
         cadence=Cadence.real(options.speedup),
         chaos=Chaos() if options.chaos and strict else Chaos(0.0, 0.0, 0.0),
-        tokens=accounts.workers,
+        # The official worker sends its account password on every call.
+        tokens=[(name, PASSWORD) for name, _ in accounts.workers] if heavy else accounts.workers,
         ramp=options.ramp,
         seed=options.seed,
         strict=strict,
+        concurrencies=HEAVY_CONCURRENCIES if heavy else (WORKER_CONCURRENCY,),
+        beat_after_update=heavy,
     )
 
 
@@ -259,6 +277,7 @@ class Setup:
     repo: str
     runs: int
     pin: bool = True
+    profile: Path | None = None  # py-spy's collapsed stacks of the window, written here
 
 
 async def arbiter_phase(
@@ -270,9 +289,23 @@ async def arbiter_phase(
     with harness.running(server):
         run_ids = harness.submit_runs(server.url, setup.accounts, setup.repo, setup.runs)
         pid, port = server.process.pid, harness.port_of(server)
+        profiler = None
+        if setup.profile is not None:
+            profiler = asyncio.create_task(profile_window(pid, options, setup.profile))
         phase, fleet = await run_phase("arbiter", pid, port, config, options)
+        if profiler is not None:
+            await profiler
         problems = reconcile(server.url, fleet, run_ids)
         return phase, fleet, problems, harness.server_errors(server)
+
+
+async def profile_window(pid: int, options: Options, output: Path) -> None:
+    """py-spy on the server for the measurement window, from the load's core."""
+    await asyncio.sleep(options.ramp)
+    recorder = profile.record(pid, options.duration - options.ramp, output, harness.CLIENT_CPU)
+    _, errors = await asyncio.to_thread(recorder.communicate)
+    if recorder.returncode != 0:
+        print(f"py-spy failed: {errors.decode(errors='replace')[-500:]}", file=sys.stderr)
 
 
 def ratio(value: float, base: float) -> str:
@@ -363,6 +396,7 @@ async def main_async(args: argparse.Namespace) -> int:
         connections=args.connections or min(args.workers, 15_000),
         chaos=not args.no_chaos,
         seed=args.seed,
+        mix=args.mix,
     )
     with harness.scratch_dir("arbiter-fleet-") as scratch:
         data = scratch / "data"
@@ -379,7 +413,7 @@ async def main_async(args: argparse.Namespace) -> int:
         if args.baseline_only:
             return 0
         config = fleet_config(options, accounts, strict=True)
-        setup = Setup(data, args.database_url, accounts, repo, args.runs)
+        setup = Setup(data, args.database_url, accounts, repo, args.runs, profile=args.profile)
         arbiter, fleet, problems, crashes = await arbiter_phase(setup, config, options)
         print(json.dumps(_brief(arbiter)), flush=True)
     acked = sum(1 for entry in fleet.ledger.tasks.values() if entry.acked[0] + entry.acked[2])
@@ -393,8 +427,10 @@ async def main_async(args: argparse.Namespace) -> int:
     body = render(arbiter, baseline, command_line(), extra)
     print(body)
     if args.write:
-        label = args.label or f"{args.workers} workers, cadence x{args.speedup:g}"
-        harness.write_section(f"fleet-{args.workers}-x{args.speedup:g}", label, body)
+        mix = "" if args.mix == "steady" else f", {args.mix} mix"
+        label = args.label or f"{args.workers} workers, cadence x{args.speedup:g}{mix}"
+        key = f"fleet-{args.workers}-x{args.speedup:g}{'' if not mix else '-' + args.mix}"
+        harness.write_section(key, label, body)
     failed = bool(problems or crashes or arbiter.non_json)
     for line in problems[:20] + crashes[:20]:
         print("FAIL:", line, file=sys.stderr)
@@ -420,7 +456,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, required=True, help="seconds per phase")
     parser.add_argument("--speedup", type=float, default=4.0, help="cadence multiplier")
     parser.add_argument("--ramp", type=float, help="start-up ramp excluded from figures")
-    parser.add_argument("--runs", type=int, default=20, help="active runs")
+    parser.add_argument(
+        "--mix",
+        choices=MIXES,
+        default="steady",
+        help="steady: 30-minute tasks, beats on their own clock; heavy: tasks of 5-7"
+        " updates, account passwords, beats only between slow updates",
+    )
+    parser.add_argument("--runs", type=int, help="active runs (default 20; heavy mix 10)")
     parser.add_argument("--users", type=int, default=8, help="accounts the workers share")
     parser.add_argument("--connections", type=int, help="client sockets (default one a worker)")
     parser.add_argument("--database-url", default="", help="PostgreSQL URL (default SQLite)")
@@ -433,7 +476,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--label", default="", help="section title in docs/benchmarks.md")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="write py-spy's collapsed stacks of the server's window here (bench/profile.py)",
+    )
+    args = parser.parse_args(argv)
+    if args.runs is None:
+        args.runs = 10 if args.mix == "heavy" else 20
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

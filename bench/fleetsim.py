@@ -34,6 +34,7 @@ from typing import Any
 
 import msgspec
 
+from arbiter.stats.scheduling import STC, worker_task_cap
 from bench.httpclient import HttpError, Pool
 from tests.domain.runs.support import worker
 
@@ -187,6 +188,12 @@ class FleetConfig:
     update_tries: int = 5
     generation: int = 0  # distinct machine names per round against one server
     batches_per_update: int = 1  # SPRT batches (16 pairs) each update_task reports
+    # Slots a machine offers, one drawn per machine: 16 gives 30-minute tasks of 29
+    # updates; 3 or 4 give tasks of 5 to 7 updates (the heavy-assignment mix).
+    concurrencies: tuple[int, ...] = (WORKER_CONCURRENCY,)
+    # A real worker's beat only says it lives, which an update says too: when set,
+    # each update restarts the beat timer, so beats come only between slow updates.
+    beat_after_update: bool = False
 
 
 class Fleet:
@@ -213,13 +220,15 @@ class Fleet:
             self.alive_after[index] = now
 
 
-def worker_info(username: str, prefix: str, rng: random.Random) -> dict[str, Any]:
+def worker_info(
+    username: str, prefix: str, rng: random.Random, concurrency: int = WORKER_CONCURRENCY
+) -> dict[str, Any]:
     """A fresh machine's worker_info (JSON values), its unique key from `rng`."""
     tail = "-".join(f"{rng.getrandbits(16):04x}" for _ in range(3))
     machine = worker(
         username,
         unique_key=f"{prefix}-{tail}-{rng.getrandbits(48):012x}",
-        concurrency=WORKER_CONCURRENCY,
+        concurrency=concurrency,
         max_memory=64000,
         worker_arch="x86-64-avx2",
     )
@@ -246,7 +255,8 @@ class SimWorker:
         generation = self.fleet.config.generation * 10 + self.machine
         prefix = f"{self.index:x}g{generation}"[-8:]
         self.machine += 1
-        return worker_info(self.username, prefix, self.rng)
+        self.concurrency = self.rng.choice(self.fleet.config.concurrencies)
+        return worker_info(self.username, prefix, self.rng, self.concurrency)
 
     def jitter(self, period: float) -> float:
         return period * self.rng.uniform(0.5, 1.5)
@@ -347,7 +357,10 @@ class SimWorker:
         )
         stats = ZERO
         per_update = self.fleet.config.batches_per_update
-        batches = max(1, math.ceil(task.num_games / (2 * BATCH_PAIRS * per_update)))
+        # The hello baseline hands every machine the same task: cap it to what the
+        # server gives this machine, so both sides see one schedule.
+        games = min(task.num_games, worker_task_cap(STC, 1, self.concurrency, BATCH_PAIRS))
+        batches = max(1, math.ceil(games / (2 * BATCH_PAIRS * per_update)))
         fail_at = self.rng.randrange(batches) if self.rng.random() < chaos.failed_task else None
         crash_at = self.rng.randrange(batches) if self.rng.random() < chaos.crash else None
         now = clock()
@@ -366,12 +379,12 @@ class SimWorker:
                     "/api/failed_task", self.task_body(task, message="simulated"), next_update
                 )
                 return clock()
-            for _ in range(
-                min(per_update, task.num_games // (2 * BATCH_PAIRS) - batch * per_update)
-            ):
+            for _ in range(min(per_update, games // (2 * BATCH_PAIRS) - batch * per_update)):
                 stats = add_pairs(stats, self.rng.choice(PAIR_VECTORS))
             alive = await self.update(task, stats, ledger, next_update)
             next_update += self.jitter(cadence.update)
+            if self.fleet.config.beat_after_update:
+                next_beat = clock() + self.jitter(cadence.beat)
             if not alive:
                 break
         return clock()

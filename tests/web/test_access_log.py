@@ -18,7 +18,7 @@ from arbiter.web.settings import Settings
 from tests.web.live_server import PASSWORD, create_user, start_server, stop
 from tests.web.support import STRONG_PASSWORD, log_in, make_user
 
-TEXT_LINE = re.compile(r" INFO arbiter\.access \[[0-9a-f]{16}\]: (.*)")
+TEXT_LINE = re.compile(r" INFO arbiter\.access \[[0-9a-f]{8}-[0-9a-f]+\]: (.*)")
 LINE = re.compile(r"(\S+) (\S+) (\d{3}) (\d+\.\d)ms (\S+) (\S+)")
 
 

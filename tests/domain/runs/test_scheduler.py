@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 
 from arbiter.domain.accounts import User
-from arbiter.domain.runs import scheduler as scheduler_module
 from arbiter.domain.runs.admission import AdmissionGate
 from arbiter.domain.runs.ranking import NOT_APPROVED, TOO_MANY_THREADS
 from arbiter.domain.runs.scheduler import RUN_LOCK_PATIENCE, TOO_BUSY, TaskScheduler
@@ -278,14 +277,14 @@ def decided_together(
 
     holder, release = hold_lock(state.lock)
     callers = [threading.Thread(target=call, args=(i, *c)) for i, c in enumerate(calls)]
-    # The queue is private; peeking at it is the one way to know who has queued.
-    scheduler, queue = runs.scheduler, runs.scheduler._queue
+    # The batch thread is private; peeking at it is the one way to know who has queued.
+    batches = runs.scheduler._batches
     try:
         callers[0].start()  # taken by the scheduling thread, which waits for the run
-        wait_until(lambda: scheduler._thread is not None and not queue)
+        wait_until(lambda: batches.running and not batches.queued)
         for caller in callers[1:]:
             caller.start()
-        wait_until(lambda: len(queue) == len(calls) - 1)
+        wait_until(lambda: batches.queued == len(calls) - 1)
     finally:
         release.set()
         holder.join()
@@ -408,8 +407,8 @@ def test_calls_from_an_event_loop_are_answered_on_it(
 def test_the_scheduling_thread_ends_when_idle_and_comes_back_for_a_call(
     runs: Runs, alice: User, root: User, repo_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scheduler_module, "IDLE_SECONDS", 0.01)
+    monkeypatch.setattr(runs.scheduler._batches, "_idle_seconds", 0.01)
     approved_run(runs, alice, root, repo_url, num_games=100_000)
     assert "task_id" in take_task(runs, alice, worker(key="w1"))
-    wait_until(lambda: runs.scheduler._thread is None)
+    wait_until(lambda: not runs.scheduler._batches.running)
     assert "task_id" in take_task(runs, alice, worker(key="w2"))

@@ -17,9 +17,6 @@ and `assign_task` in any other thread (they block until answered);
 everything else on the scheduling thread.
 """
 
-import asyncio
-import contextlib
-import threading
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +26,7 @@ import msgspec
 from arbiter.domain.accounts import User
 from arbiter.domain.files.books import BookIndex
 from arbiter.domain.runs.admission import AdmissionGate
+from arbiter.domain.runs.call_batches import BatchThread, QueuedCall
 from arbiter.domain.runs.documents import results_view, wire_args
 from arbiter.domain.runs.ingest import retire_task
 from arbiter.domain.runs.ranking import (
@@ -76,17 +74,12 @@ class Assignment:
 
 
 @dataclass(eq=False)
-class _Call:
-    """One request_task waiting for the scheduling thread, and how it is answered:
-    through an asyncio future on its event loop, or by setting `done`."""
+class _Call(QueuedCall):
+    """One request_task waiting for the scheduling thread."""
 
     worker: WorkerInfo
     user: User
     remote_addr: str
-    loop: asyncio.AbstractEventLoop | None = None
-    future: "asyncio.Future[dict[str, Any]] | None" = None
-    done: threading.Event = field(default_factory=threading.Event)
-    reply: dict[str, Any] | Exception | None = None
     short_name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -149,9 +142,13 @@ class TaskScheduler:
         self._gate = gate
         self._blocked = blocked
         self._books = books
-        self._queue: deque[_Call] = deque()
-        self._wakeup = threading.Condition()  # guards _queue and _thread
-        self._thread: threading.Thread | None = None
+        self._batches: BatchThread[_Call] = BatchThread(
+            "arbiter-assign",
+            self._serve,
+            _take_batch,
+            IDLE_SECONDS,
+            not_queued=lambda call: self._gate.leave(call.user.username),
+        )
         self._needs: dict[str, RunNeeds] = {}  # by run id; scheduling thread only
         self._needs_catalogue = self._books.catalogue_version()  # what _needs was built with
 
@@ -189,67 +186,15 @@ class TaskScheduler:
     def assign_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """request_task for a caller let in by `admit`: blocks until the scheduling
         thread has answered (not for the event loop)."""
-        call = _Call(worker, user, remote_addr)
-        self._submit(call)
-        call.done.wait()
-        if isinstance(call.reply, Exception):
-            raise call.reply
-        assert call.reply is not None
-        return call.reply
+        return self._batches.call_blocking(_Call(worker, user, remote_addr))
 
     async def assign_task_async(
         self, worker: WorkerInfo, user: User, remote_addr: str
     ) -> dict[str, Any]:
         """request_task for a caller let in by `admit`, on the event loop."""
-        loop = asyncio.get_running_loop()
-        call = _Call(worker, user, remote_addr, loop=loop, future=loop.create_future())
-        self._submit(call)
-        assert call.future is not None
-        return await call.future
+        return await self._batches.call_async(_Call(worker, user, remote_addr))
 
     # --- the scheduling thread ---
-
-    def _submit(self, call: _Call) -> None:
-        with self._wakeup:
-            if self._thread is None:
-                thread = threading.Thread(
-                    target=self._serve_forever, name="arbiter-assign", daemon=True
-                )
-                try:
-                    thread.start()
-                except RuntimeError:  # no thread to be had: the call is not queued
-                    self._gate.leave(call.user.username)
-                    raise
-                self._thread = thread
-            self._queue.append(call)
-            self._wakeup.notify()
-
-    def _serve_forever(self) -> None:
-        try:
-            while True:
-                with self._wakeup:
-                    if not self._queue:
-                        self._wakeup.wait(IDLE_SECONDS)
-                    if not self._queue:
-                        return
-                    calls = self._take_batch()
-                self._serve(calls)
-        finally:  # idle, or dying: the next call starts a new thread
-            with self._wakeup:
-                self._thread = None
-
-    def _take_batch(self) -> list[_Call]:
-        """The waiting calls, oldest first, except that a worker already in the batch
-        waits for the next one (its second call depends on its first)."""
-        taken: list[_Call] = []
-        names: set[str] = set()
-        later: list[_Call] = []
-        while self._queue and len(taken) < BATCH_MAX:
-            call = self._queue.popleft()
-            (later if call.short_name in names else taken).append(call)
-            names.add(call.short_name)
-        self._queue.extendleft(reversed(later))
-        return taken
 
     def _serve(self, calls: list[_Call]) -> None:
         """Decide, commit, make durable, answer. Any error is every call's answer:
@@ -261,7 +206,6 @@ class TaskScheduler:
         except Exception as error:
             for call in calls:
                 call.reply = error
-        _answer(calls)
 
     def _decide_and_commit(self, calls: list[_Call]) -> list[Assignment | dict[str, Any]]:
         batch = _Batch(self._context.registry)
@@ -446,31 +390,6 @@ class TaskScheduler:
         return {"run": {"_id": run.id, "args": args, "my_task": my_task}, "task_id": task.task_id}
 
 
-def _answer(calls: list[_Call]) -> None:
-    """Wake each caller: one callback per event loop for its calls, an event otherwise."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[_Call]] = {}
-    for call in calls:
-        if call.loop is None:
-            call.done.set()
-        else:
-            by_loop.setdefault(call.loop, []).append(call)
-    for loop, waiting in by_loop.items():
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-            loop.call_soon_threadsafe(_settle, waiting)
-
-
-def _settle(calls: list[_Call]) -> None:
-    """On the event loop: hand each call its reply (a caller may have gone)."""
-    for call in calls:
-        future = call.future
-        if future is None or future.done():
-            continue
-        if isinstance(call.reply, Exception):
-            future.set_exception(call.reply)
-        elif call.reply is not None:
-            future.set_result(call.reply)
-
-
 def _new_task(run: RunRecord, task_id: int, call: _Call, size: int, now: float) -> TaskRecord:
     worker = call.worker
     info = msgspec.to_builtins(worker)
@@ -493,3 +412,17 @@ def _new_task(run: RunRecord, task_id: int, call: _Call, size: int, now: float) 
         residual=None,
         spsa_params=None,
     )
+
+
+def _take_batch(queue: deque[_Call]) -> list[_Call]:
+    """The waiting calls, oldest first, except that a worker already in the batch
+    waits for the next one (its second call depends on its first)."""
+    taken: list[_Call] = []
+    names: set[str] = set()
+    later: list[_Call] = []
+    while queue and len(taken) < BATCH_MAX:
+        call = queue.popleft()
+        (later if call.short_name in names else taken).append(call)
+        names.add(call.short_name)
+    queue.extendleft(reversed(later))
+    return taken

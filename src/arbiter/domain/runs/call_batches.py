@@ -1,0 +1,144 @@
+"""One thread that serves queued calls in batches, and how their callers wait.
+
+The scheduler (request_task) and result ingestion (update_task) both turn many
+concurrent calls into few transactions: a call joins a queue; one thread takes
+every call waiting at once, serves them together (one transaction, one fsync)
+and answers each. A caller on the event loop awaits an asyncio future and holds
+no threadpool thread; any other thread blocks on an event. The thread starts
+when a call comes and ends after `idle_seconds` without one.
+
+Threads: `submit`, `call_async` run on the event loop or any thread (they only
+touch the queue, under a lock held for a few list operations); `call_blocking`
+in any thread but the event loop's; the `serve` function on the batch thread.
+"""
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+
+@dataclass(eq=False)
+class QueuedCall:
+    """What every queued call carries to be answered: through an asyncio future on
+    its event loop, or by setting `done`. `serve` sets `reply` (or an exception)."""
+
+    loop: asyncio.AbstractEventLoop | None = field(default=None, kw_only=True)
+    future: "asyncio.Future[dict[str, Any]] | None" = field(default=None, kw_only=True)
+    done: threading.Event = field(default_factory=threading.Event, kw_only=True)
+    reply: dict[str, Any] | Exception | None = field(default=None, kw_only=True)
+
+
+CallT = TypeVar("CallT", bound=QueuedCall)
+
+
+class BatchThread(Generic[CallT]):
+    """`serve(batch)` answers every call of `batch` (sets each one's `reply`);
+    `take(queue)` removes the next batch from the queue, which it may reorder;
+    `not_queued(call)` undoes what the caller did for a call that could not be
+    queued (no thread could start)."""
+
+    def __init__(
+        self,
+        name: str,
+        serve: Callable[[list[CallT]], None],
+        take: Callable[[deque[CallT]], list[CallT]],
+        idle_seconds: float,
+        not_queued: Callable[[CallT], None] = lambda call: None,
+    ) -> None:
+        self._name = name
+        self._not_queued = not_queued
+        self._serve = serve
+        self._take = take
+        self._idle_seconds = idle_seconds
+        self._queue: deque[CallT] = deque()
+        self._wakeup = threading.Condition()  # guards _queue and _thread
+        self._thread: threading.Thread | None = None
+
+    @property
+    def queued(self) -> int:
+        """Calls waiting for the thread (not those it is serving)."""
+        return len(self._queue)
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread exists now (it ends when idle)."""
+        return self._thread is not None
+
+    async def call_async(self, call: CallT) -> dict[str, Any]:
+        """Queue `call` and wait for its reply on the running event loop."""
+        loop = asyncio.get_running_loop()
+        call.loop, call.future = loop, loop.create_future()
+        self.submit(call)
+        return await call.future
+
+    def call_blocking(self, call: CallT) -> dict[str, Any]:
+        """Queue `call` and block this (non-event-loop) thread until it is answered."""
+        self.submit(call)
+        call.done.wait()
+        if isinstance(call.reply, Exception):
+            raise call.reply
+        assert call.reply is not None
+        return call.reply
+
+    def submit(self, call: CallT) -> None:
+        """Queue `call`; raises RuntimeError (nothing queued) if no thread can start."""
+        with self._wakeup:
+            if self._thread is None:
+                thread = threading.Thread(target=self._serve_forever, name=self._name, daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:
+                    self._not_queued(call)
+                    raise
+                self._thread = thread
+            self._queue.append(call)
+            self._wakeup.notify()
+
+    def _serve_forever(self) -> None:
+        try:
+            while True:
+                with self._wakeup:
+                    if not self._queue:
+                        self._wakeup.wait(self._idle_seconds)
+                    if not self._queue:
+                        return
+                    calls = self._take(self._queue)
+                try:
+                    self._serve(calls)
+                except Exception as error:  # a bug in serve: still, nobody waits forever
+                    for call in calls:
+                        if call.reply is None:
+                            call.reply = error
+                answer(calls)
+        finally:  # idle, or dying: the next call starts a new thread
+            with self._wakeup:
+                self._thread = None
+
+
+def answer(calls: "Sequence[QueuedCall]") -> None:
+    """Wake each caller: one callback per event loop for its calls, an event otherwise."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[QueuedCall]] = {}
+    for call in calls:
+        if call.loop is None:
+            call.done.set()
+        else:
+            by_loop.setdefault(call.loop, []).append(call)
+    for loop, waiting in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(_settle, waiting)
+
+
+def _settle(calls: list[QueuedCall]) -> None:
+    """On the event loop: hand each call its reply (a caller may have gone)."""
+    for call in calls:
+        future = call.future
+        if future is None or future.done():
+            continue
+        if isinstance(call.reply, Exception):
+            future.set_exception(call.reply)
+        elif call.reply is not None:
+            future.set_result(call.reply)
