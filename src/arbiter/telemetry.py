@@ -26,4 +26,11 @@ SCHEDULER_BATCH_SIZE = Histogram(
     registry=None,
 )
 
-PROCESS_WIDE = (COMMIT_SECONDS, SCHEDULER_BATCH_SIZE)
+UPDATE_BATCH_SIZE = Histogram(
+    "arbiter_update_batch_size",
+    "update_task calls committed in one transaction by the results thread",
+    buckets=(1, 2, 3, 4, 5, 8, 12, 16, 32, 64, 128, 256),
+    registry=None,
+)
+
+PROCESS_WIDE = (COMMIT_SECONDS, SCHEDULER_BATCH_SIZE, UPDATE_BATCH_SIZE)

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.files.pgns import decode_pgn_upload
+from arbiter.domain.runs.ingest import ResultUpdate
 from arbiter.domain.runs.scheduler import too_busy
 from arbiter.protocol.messages import (
     BeatRequest,
@@ -66,10 +67,10 @@ async def request_task(request: Request) -> Response:
 async def update_task(request: Request) -> Response:
     body = await read_body(request, UpdateTaskRequest)
     await authenticated_worker(request, body)
-    ingest = app_state(request).runs.ingest
-    reply = await run_in_threadpool(
-        ingest.update_task, body.worker_info, body.run_id, body.task_id, body.stats, body.spsa
-    )
+    # Answered by the results thread once the batch it joins is durable; waiting
+    # holds no threadpool thread (domain/runs/update_batches.py).
+    update = ResultUpdate(body.worker_info, body.run_id, body.task_id, body.stats, body.spsa)
+    reply = await app_state(request).runs.updates.update_task_async(update)
     return json_reply(request, reply)
 
 

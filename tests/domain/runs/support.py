@@ -1,5 +1,6 @@
 """Helpers for runs tests: workers, results, submissions."""
 
+import threading
 from typing import Any
 
 import msgspec
@@ -131,3 +132,18 @@ def take_task(runs: Runs, user: User, info: WorkerInfo, addr: str = "10.0.0.1") 
     reply = runs.scheduler.request_task(info, user, addr)
     assert "task_id" in reply, reply
     return reply
+
+
+def hold_lock(state_lock: Any) -> tuple[threading.Thread, threading.Event]:
+    """Hold `state_lock` in another thread until the returned event is set."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with state_lock:
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert held.wait(10)
+    return thread, release

@@ -20,7 +20,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
-from tests.domain.runs.support import approved_run, make_user, submit, take_task, worker
+from tests.domain.runs.support import approved_run, hold_lock, make_user, submit, take_task, worker
 
 
 def test_no_runs_means_no_task(runs: Runs, alice: User) -> None:
@@ -208,21 +208,6 @@ def test_arch_filter_and_compiler_pin(runs: Runs, alice: User, root: User, repo_
     assert "task_id" not in reply
     fitting = worker(worker_arch="x86-64-avx2", compiler="clang++")
     assert "task_id" in runs.scheduler.request_task(fitting, alice, "1.1.1.1")
-
-
-def hold_lock(state_lock: Any) -> tuple[threading.Thread, threading.Event]:
-    """Hold `state_lock` in another thread until the returned event is set."""
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with state_lock:
-            held.set()
-            release.wait(10)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    assert held.wait(10)
-    return thread, release
 
 
 def test_a_run_busy_committing_yields_to_the_next_run(

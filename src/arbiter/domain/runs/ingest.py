@@ -12,7 +12,7 @@ Everything here runs in the threadpool, under the run's own lock: updates of
 different runs proceed in parallel and never wait for the scheduler.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from arbiter.domain import actions
@@ -33,6 +33,17 @@ from arbiter.stats.sprt import sprt_results, update_sprt
 from arbiter.storage.records import RunRecord, TaskRecord
 
 STOP_RUN_CPU_HOURS = 1000.0  # a worker's user needs this much contributed to stop a run
+
+
+@dataclass(frozen=True, slots=True)
+class ResultUpdate:
+    """One update_task call: the worker's cumulative stats of its task."""
+
+    worker: WorkerInfo
+    run_id: str
+    task_id: int
+    stats: Stats
+    spsa: SpsaResult | None = None
 
 
 def not_active(run_id: str, task_id: int) -> dict[str, Any]:
@@ -112,34 +123,42 @@ class ResultIngest:
         stats: Stats,
         spsa: SpsaResult | None = None,
     ) -> dict[str, Any]:
-        _check_consistent(stats)
+        check_consistent(stats)
         with self._context.locked(run_id) as state:
             if state is None:
                 return self._gone(worker, run_id, task_id)
-            task = owned_task(state, task_id, worker)
-            if not task.active:
-                return not_active(run_id, task_id)
-            self._context.registry.renew(run_id, task_id)
-            if _same_stats(task, stats):
-                return {"task_alive": True}
-            problem = _stats_problem(state.run, task, stats)
-            if problem is not None:
-                self._kill(state, task, worker, problem)
-                return {"task_alive": False, "error": f"{run_id}/{task_id}: {problem}"}
-            change = self._ingest(state, task, stats, spsa, worker)
-            self._context.commit(state, change)
-            alive = change.current(task).active and not change.run.finished
-            return {"task_alive": alive}
+            change = Change(state.run)
+            reply = self.apply_update(
+                state, change, ResultUpdate(worker, run_id, task_id, stats, spsa)
+            )
+            if change.saved or change.log:
+                self._context.commit(state, change)
+            return reply
+
+    def apply_update(self, state: RunState, change: Change, update: ResultUpdate) -> dict[str, Any]:
+        """Fold one update_task into `change` (of `state`, whose lock the caller
+        holds; consistent stats); the reply once `change` is committed. Updates
+        chain: each reads the task and the run as the change leaves them."""
+        worker, task_id, stats = update.worker, update.task_id, update.stats
+        task = change.current(owned_task(state, task_id, worker))
+        if not task.active:
+            return not_active(state.run.id, task_id)
+        self._context.registry.renew(state.run.id, task_id)
+        if _same_stats(task, stats):
+            return {"task_alive": True}
+        problem = _stats_problem(change.run, task, stats)
+        if problem is not None:
+            self._kill_into(change, task, worker, problem)
+            return {"task_alive": False, "error": f"{state.run.id}/{task_id}: {problem}"}
+        self._ingest(state, change, task, update)
+        alive = change.current(task).active and not change.run.finished
+        return {"task_alive": alive}
 
     def _ingest(
-        self,
-        state: RunState,
-        task: TaskRecord,
-        stats: Stats,
-        spsa: SpsaResult | None,
-        worker: WorkerInfo,
-    ) -> Change:
+        self, state: RunState, change: Change, task: TaskRecord, update: ResultUpdate
+    ) -> None:
         now = self._context.clock()
+        stats, spsa, worker = update.stats, update.spsa, update.worker
         played = stats.wins + stats.losses + stats.draws
         new_task = replace(
             task,
@@ -153,15 +172,15 @@ class ResultIngest:
             last_updated=now,
             active=played < task.num_games,
         )
-        run = state.run
-        if spsa is not None and "spsa" in run.args:
-            run, new_task = apply_spsa_result(run, task, new_task, spsa)
-        change = Change(run)
+        if spsa is not None and "spsa" in change.run.args:
+            change.run, new_task = apply_spsa_result(change.run, task, new_task, spsa)
         change.save_task(task, new_task)
         note = None if new_task.active else crash_note(new_task)
         if note is not None:  # completed after too many crashes or time losses, as the reference
             where = {"task_id": task.task_id, "worker": task_worker_name(task)}
-            change.log.append(run_action(run, "crash_or_time", task.username, note, now, **where))
+            change.log.append(
+                run_action(change.run, "crash_or_time", task.username, note, now, **where)
+            )
         change.run = history.record(_advance_sprt(change.run))
         if is_decided(change.run) and auto_purges(change.run):
             count = purge_into(state, change)
@@ -169,16 +188,14 @@ class ResultIngest:
                 change.log.append(auto_purge_action(change.run, now, count))
         if is_decided(change.run):
             finish(state, change, now=now)
-        return change
 
-    def _kill(self, state: RunState, task: TaskRecord, worker: WorkerInfo, why: str) -> None:
-        change = Change(state.run)
+    def _kill_into(self, change: Change, task: TaskRecord, worker: WorkerInfo, why: str) -> None:
         change.save_task(task, replace(task, active=False, spsa_params=None))
         long_name, _ = worker_names(worker)
         now = self._context.clock()
         change.log.append(
             run_action(
-                state.run,
+                change.run,
                 "failed_task",
                 worker.username,
                 why,
@@ -187,7 +204,6 @@ class ResultIngest:
                 worker=long_name,
             )
         )
-        self._context.commit(state, change)
 
     def _gone(self, worker: WorkerInfo, run_id: str, task_id: int) -> dict[str, Any]:
         """The run is not live (finished, or never existed): say which."""
@@ -356,7 +372,7 @@ def _same_stats(task: TaskRecord, stats: Stats) -> bool:
     )
 
 
-def _check_consistent(stats: Stats) -> None:
+def check_consistent(stats: Stats) -> None:
     """Refuse (400) counts that contradict each other, before the task is read.
 
     The reference's request schema rejects them, so its worker gets a 400 and

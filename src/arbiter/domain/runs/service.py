@@ -18,6 +18,7 @@ from arbiter.domain.runs.maintenance import refresh_rates, scavenge_dead_tasks
 from arbiter.domain.runs.queries import RunQueries
 from arbiter.domain.runs.registry import Registry, RunContext
 from arbiter.domain.runs.scheduler import TaskScheduler
+from arbiter.domain.runs.update_batches import UpdateBatches
 from arbiter.domain.workers import BlockedMachines
 from arbiter.storage import Storage
 
@@ -54,6 +55,7 @@ class Runs:
         self.blocked_machines = BlockedMachines(storage)
         self.scheduler = TaskScheduler(self.context, task_gate, self.blocked_machines, books)
         self.ingest = ResultIngest(self.context)
+        self.updates = UpdateBatches(self.ingest, self.context)
         self.queries = RunQueries(self.context)
         self.contributors = Contributors(self.context)
 

@@ -1,0 +1,175 @@
+"""update_task in batches: each update answered as if it had run alone, all of a
+batch committed in one transaction, durable before any answer."""
+
+import asyncio
+import threading
+
+import pytest
+
+from arbiter.domain.accounts import User
+from arbiter.domain.errors import BadRequest
+from arbiter.domain.runs.ingest import ResultUpdate
+from arbiter.domain.runs.service import Runs
+from arbiter.domain.runs.update_batches import _UpdateCall
+from arbiter.protocol.messages import Stats, WorkerInfo
+from arbiter.storage import Storage
+from tests.domain.runs.support import approved_run, hold_lock, pairs, take_task, worker
+
+Held = tuple[str, WorkerInfo, int]  # a task: its run id, its worker, its id
+
+
+def stored_totals(storage: Storage, run_id: str) -> tuple[int, int, int, list[int]]:
+    with storage.read() as tx:
+        run = tx.runs.get(run_id)
+    assert run is not None
+    return run.wins, run.losses, run.draws, list(run.pentanomial)
+
+
+def serve(runs: Runs, updates: list[ResultUpdate]) -> list[object]:
+    """One batch, served as the results thread serves what it finds waiting."""
+    calls = [_UpdateCall(update=update) for update in updates]
+    runs.updates._serve(calls)
+    return [call.reply for call in calls]
+
+
+@pytest.fixture
+def two_runs(
+    runs: Runs, alice: User, root: User, repo_url: str
+) -> list[tuple[str, WorkerInfo, int]]:
+    """Two runs and tasks of both (run id, worker, task id), the first and the
+    last of different runs."""
+    run_ids = {approved_run(runs, alice, root, repo_url, num_games=20_000) for _ in range(2)}
+    held = []
+    for index in range(12):
+        info = worker(key=f"w{index:02d}")
+        reply = take_task(runs, alice, info, addr=f"10.0.0.{index}")
+        held.append((str(reply["run"]["_id"]), info, int(reply["task_id"])))
+        if {run_id for run_id, _, _ in held} == run_ids and len(held) >= 3:
+            break
+    assert {run_id for run_id, _, _ in held} == run_ids, "the scheduler fed one run only"
+    first = held[0][0]
+    held.sort(key=lambda entry: entry[0] != first)  # the first run's tasks first
+    return held
+
+
+def test_a_batch_of_several_runs_counts_each_update_once(
+    runs: Runs, storage: Storage, two_runs: list[Held]
+) -> None:
+    updates = [
+        ResultUpdate(info, run_id, task_id, pairs(ld=1, dd=2, wd=1))
+        for run_id, info, task_id in two_runs
+    ]
+    assert serve(runs, updates) == [{"task_alive": True}] * len(updates)
+    for run_id in {run_id for run_id, _, _ in two_runs}:
+        tasks = sum(1 for r, _, _ in two_runs if r == run_id)
+        assert stored_totals(storage, run_id) == (
+            tasks,
+            tasks,
+            6 * tasks,
+            [0, tasks, 2 * tasks, tasks, 0],
+        )
+
+
+def test_updates_of_one_task_chain_and_a_repeat_changes_nothing(
+    runs: Runs, storage: Storage, two_runs: list[Held]
+) -> None:
+    run_id, info, task_id = two_runs[0]
+    first, second = pairs(dd=1), pairs(dd=2, wd=1)
+    replies = serve(
+        runs,
+        [
+            ResultUpdate(info, run_id, task_id, first),
+            ResultUpdate(info, run_id, task_id, second),
+            ResultUpdate(info, run_id, task_id, second),  # a retry after a lost reply
+        ],
+    )
+    assert replies == [{"task_alive": True}] * 3
+    assert stored_totals(storage, run_id) == (1, 0, 5, [0, 0, 2, 1, 0])
+
+
+def test_a_refused_update_changes_nothing_and_its_neighbours_are_saved(
+    runs: Runs, storage: Storage, two_runs: list[Held]
+) -> None:
+    run_id, info, task_id = two_runs[0]
+    stranger = worker(key="stranger")
+    good: Stats = pairs(ww=1)
+    replies = serve(
+        runs,
+        [
+            ResultUpdate(stranger, run_id, task_id, pairs(ww=3)),  # not its task: 400
+            ResultUpdate(info, run_id, task_id, good),
+        ],
+    )
+    assert isinstance(replies[0], BadRequest)
+    assert replies[1] == {"task_alive": True}
+    assert stored_totals(storage, run_id) == (2, 0, 0, [0, 0, 0, 0, 1])
+
+
+def test_going_backwards_in_a_batch_kills_only_that_task(
+    runs: Runs, storage: Storage, two_runs: list[Held]
+) -> None:
+    run_id, info, task_id = two_runs[0]
+    replies = serve(
+        runs,
+        [
+            ResultUpdate(info, run_id, task_id, pairs(dd=3)),
+            ResultUpdate(info, run_id, task_id, pairs(dd=2)),
+        ],
+    )
+    assert replies[0] == {"task_alive": True}
+    assert isinstance(replies[1], dict)
+    assert replies[1]["task_alive"] is False
+    assert "went down" in str(replies[1]["error"])
+    assert stored_totals(storage, run_id) == (0, 0, 6, [0, 0, 3, 0, 0])
+    assert not runs.context.registry.get(run_id).tasks[task_id].active  # type: ignore[union-attr]
+
+
+def test_a_run_busy_elsewhere_is_served_after_the_batch(
+    runs: Runs, storage: Storage, two_runs: list[Held]
+) -> None:
+    """No lock is awaited while the batch holds others: the busy run's update
+    waits for its lock alone, once the batch is committed."""
+    (run_a, info_a, task_a), (run_b, info_b, task_b) = two_runs[0], two_runs[-1]
+    assert run_a != run_b
+    state_b = runs.context.registry.get(run_b)
+    assert state_b is not None
+    holder, release = hold_lock(state_b.lock)
+    threading.Timer(0.2, release.set).start()
+    replies = serve(
+        runs,
+        [
+            ResultUpdate(info_b, run_b, task_b, pairs(ww=1)),
+            ResultUpdate(info_a, run_a, task_a, pairs(ll=1)),
+        ],
+    )
+    holder.join()
+    assert replies == [{"task_alive": True}] * 2
+    assert stored_totals(storage, run_a)[1] == 2
+    assert stored_totals(storage, run_b)[0] == 2
+
+
+def test_an_update_from_the_event_loop_is_answered_through_the_thread(
+    runs: Runs, storage: Storage, two_runs: list[Held]
+) -> None:
+    run_id, info, task_id = two_runs[0]
+
+    async def send() -> list[dict[str, object]]:
+        updates = [ResultUpdate(info, run_id, task_id, pairs(dd=n)) for n in (1, 2, 3)]
+        return list(await asyncio.gather(*map(runs.updates.update_task_async, updates)))
+
+    assert asyncio.run(send()) == [{"task_alive": True}] * 3
+    assert stored_totals(storage, run_id) == (0, 0, 6, [0, 0, 3, 0, 0])
+
+
+def test_inconsistent_counts_are_refused_before_they_are_queued(
+    runs: Runs, two_runs: list[Held]
+) -> None:
+    run_id, info, task_id = two_runs[0]
+    broken = Stats(5, 0, 0, 0, 0, [0, 0, 0, 0, 1])  # 5 wins from one pair
+
+    async def send() -> None:
+        await runs.updates.update_task_async(ResultUpdate(info, run_id, task_id, broken))
+
+    with pytest.raises(BadRequest, match="incompatible stats"):
+        asyncio.run(send())
+    assert not runs.updates._thread.running
