@@ -30,6 +30,7 @@ ENDPOINT_FRAMES = (
     ("request_task", "_serve", "arbiter/domain/runs/scheduler.py"),
     ("update_task", "update_task", "arbiter/web/worker_api.py"),
     ("update_task", "update_task", "arbiter/domain/runs/ingest.py"),
+    ("update_task", "_serve", "arbiter/domain/runs/update_batches.py"),
     ("beat", "beat", "arbiter/web/worker_api.py"),
     ("beat", "beat", "arbiter/domain/runs/ingest.py"),
     ("failed_task", "failed_task", "arbiter/web/worker_api.py"),

@@ -219,6 +219,10 @@ class TaskStore(Protocol):
         """Replace the stored row of the task; `stored` as for `RunStore.save`."""
         ...
 
+    def save_many(self, tasks: list[tuple[TaskRecord, TaskRecord | None]]) -> None:
+        """`save` of each (task, stored) pair, in as few statements as can be."""
+        ...
+
     def for_run(self, run_id: str) -> list[TaskRecord]:
         """All tasks of a run, by task_id."""
         ...

@@ -1,5 +1,6 @@
 """Runs and tasks on SQL. Rows map one to one onto `RunRecord` / `TaskRecord`."""
 
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -39,6 +40,24 @@ def _changed_values(
     }
 
 
+def _update_groups(
+    pairs: Sequence[tuple[RunRecord | TaskRecord, RunRecord | TaskRecord | None]],
+    keys: tuple[str, ...],
+) -> list[list[dict[str, Any]]]:
+    """The changed values of each (record, stored) pair, its `keys` bound as
+    `key_<name>`, grouped by the columns they set: a group is one executemany
+    (a batch of result updates changes the same columns of every task)."""
+    groups: dict[frozenset[str], list[dict[str, Any]]] = {}
+    for record, stored in pairs:
+        values = _values(record) if stored is None else _changed_values(record, stored)
+        for key in keys:
+            values.pop(key, None)
+        if values:
+            values.update({f"key_{key}": getattr(record, key) for key in keys})
+            groups.setdefault(frozenset(values), []).append(values)
+    return list(groups.values())
+
+
 # The hot writes (every result update and assignment) as constant statements: the
 # columns to set come from the parameters, so SQLAlchemy reuses one compiled form
 # instead of rebuilding and re-keying a `.values(...)` clause on every call.
@@ -73,15 +92,7 @@ class SqlRunStore:
         self.save_many([(run, stored)])
 
     def save_many(self, runs: list[tuple[RunRecord, RunRecord | None]]) -> None:
-        # Rows that change the same columns share one statement (executemany).
-        groups: dict[frozenset[str], list[dict[str, Any]]] = {}
-        for run, stored in runs:
-            values = _values(run) if stored is None else _changed_values(run, stored)
-            values.pop("id", None)
-            if values:
-                values["key_id"] = run.id
-                groups.setdefault(frozenset(values), []).append(values)
-        for rows in groups.values():
+        for rows in _update_groups(runs, ("id",)):
             self._connection.execute(_UPDATE_RUN, rows)
 
     def unfinished(self) -> list[RunRecord]:
@@ -154,12 +165,11 @@ class SqlTaskStore:
         return None if row is None else _task(row)
 
     def save(self, task: TaskRecord, stored: TaskRecord | None = None) -> None:
-        values = _values(task) if stored is None else _changed_values(task, stored)
-        values.pop("run_id", None)
-        values.pop("task_id", None)
-        if values:
-            values["key_run_id"], values["key_task_id"] = task.run_id, task.task_id
-            self._connection.execute(_UPDATE_TASK, values)
+        self.save_many([(task, stored)])
+
+    def save_many(self, tasks: list[tuple[TaskRecord, TaskRecord | None]]) -> None:
+        for rows in _update_groups(tasks, ("run_id", "task_id")):
+            self._connection.execute(_UPDATE_TASK, rows)
 
     def for_run(self, run_id: str) -> list[TaskRecord]:
         query = select(tasks).where(tasks.c.run_id == run_id).order_by(tasks.c.task_id)

@@ -26,8 +26,10 @@ import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
+from starlette.types import ASGIApp
 
 from arbiter.domain.accounts import ActiveSession
+from arbiter.protocol import WORKER_PATHS
 from arbiter.storage.lease import PrimaryLease, primary_lease
 from arbiter.web.access_log import AccessLog
 from arbiter.web.bootstrap import (
@@ -55,6 +57,7 @@ from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
 from arbiter.web.sessions import EndedSessionRedirectMiddleware, SessionMiddleware
 from arbiter.web.settings import Settings, SettingsError
 from arbiter.web.state import AppState
+from arbiter.web.worker_calls import WorkerCallsMiddleware, WorkerEndpoints, worker_routes
 
 log = logging.getLogger("arbiter")
 
@@ -145,8 +148,8 @@ def create_app(
                 await run_in_threadpool(keeper.stop)
             await run_in_threadpool(holder["state"].engine.dispose)
 
-    middleware = [
-        Middleware(HeadMethodMiddleware),
+    # What every request passes, worker calls too (web/worker_calls.py).
+    guards = [
         Middleware(RequestStateMiddleware),
         Middleware(
             ShutdownGuardMiddleware,
@@ -165,6 +168,21 @@ def create_app(
             lease_held=(lambda: keeper.serving) if keeper is not None else None,
         ),
         Middleware(SecurityHeadersMiddleware),
+    ]
+    table = routes()
+    handlers = exception_handlers()
+    worker_app = stacked(guards, WorkerEndpoints(worker_routes(table), handlers))
+    metrics = AppMetrics()
+    observers: list[RequestObserver] = [metrics.observe_request]
+    if settings.access_log:
+        observers.insert(0, AccessLog())
+    middleware = [
+        Middleware(RequestIdMiddleware),
+        # Outermost but for the request id (in every line below): sees every reply.
+        Middleware(ObservedRequestsMiddleware, observers=observers),
+        Middleware(WorkerCallsMiddleware, short=worker_app, paths=frozenset(WORKER_PATHS)),
+        Middleware(HeadMethodMiddleware),
+        *guards,
         Middleware(
             SessionMiddleware,
             secret=lambda: state().secret_key,
@@ -174,22 +192,22 @@ def create_app(
         ),
         Middleware(EndedSessionRedirectMiddleware),
     ]
-    metrics = AppMetrics()
-    observers: list[RequestObserver] = [metrics.observe_request]
-    if settings.access_log:
-        observers.insert(0, AccessLog())
-    # Outermost but for the request id (in every line below): sees every reply.
-    middleware.insert(0, Middleware(ObservedRequestsMiddleware, observers=observers))
-    middleware.insert(0, Middleware(RequestIdMiddleware))
     app = Starlette(
-        routes=routes(),
+        routes=table,
         middleware=middleware,
-        exception_handlers=exception_handlers(),
+        exception_handlers=handlers,
         lifespan=lifespan,
     )
     app.state.metrics = metrics
     relative_slash_redirects(app.router)
     return app
+
+
+def stacked(layers: list[Middleware], inner: ASGIApp) -> ASGIApp:
+    """`inner` wrapped in `layers`, the first outermost (as Starlette stacks them)."""
+    for cls, args, kwargs in reversed(layers):
+        inner = cls(inner, *args, **kwargs)
+    return inner
 
 
 def create_app_from_env() -> Starlette:

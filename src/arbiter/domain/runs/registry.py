@@ -212,9 +212,9 @@ def write_changes(tx: Tx, changes: list[tuple[RunState, Change]]) -> None:
     what storage holds: changes are published only once committed). New tasks
     of all the runs go in one statement, and so do runs' rows changed alike."""
     tx.tasks.add_many([task for _, change in changes for task in change.added])
-    for state, change in changes:
-        for task in change.saved:
-            tx.tasks.save(task, state.tasks[task.task_id])
+    tx.tasks.save_many(
+        [(task, state.tasks[task.task_id]) for state, change in changes for task in change.saved]
+    )
     tx.runs.save_many([(change.run, state.run) for state, change in changes])
     for _, change in changes:
         if change.purged:
