@@ -88,6 +88,7 @@ class Phase:
     late_sends: int = 0
     non_json: int = 0
     connections: int = 0
+    worst_by_second: dict[int, float] = field(default_factory=dict)
 
     def p(self, endpoint: str, q: float) -> float:
         return percentile(self.latencies.get(endpoint, []), q) * 1000
@@ -164,6 +165,7 @@ async def run_phase(
     phase.errors = {f"{endpoint} {kind}": n for (endpoint, kind), n in recorder.errors.items()}
     phase.events = dict(recorder.events)
     phase.late_sends = recorder.late_sends
+    phase.worst_by_second = recorder.worst_by_second
     phase.non_json = recorder.non_json
     return phase, fleet
 
@@ -381,10 +383,31 @@ def summary(arbiter: Phase, baseline: Phase | None) -> list[str]:
         + (f" (baseline peak {baseline.rss_peak_kib / 1024:.0f} MiB)." if baseline else "."),
         f'- "Too busy": {arbiter.too_busy_ratio * 100:.3f}% of request_task replies.',
         f"- Errors by kind: {errors}. Replies that were not JSON: {arbiter.non_json}.",
+        stalls(arbiter),
         f"- Events: {events}.",
         f"- Load generator: {arbiter.client_cpu / arbiter.window * 100:.0f}% of its core;"
         f" sends later than 10 ms after their intended time: {arbiter.late_sends}.",
     ]
+
+
+STALL_SECONDS = 1.0  # a second of the window whose slowest reply took longer stalled
+
+
+def stalls(phase: Phase) -> str:
+    """The seconds of the window in which some reply took over STALL_SECONDS."""
+    stalled = sorted(s for s, took in phase.worst_by_second.items() if took > STALL_SECONDS)
+    if not stalled:
+        worst = max(phase.worst_by_second.values(), default=0.0)
+        return (
+            f"- Stalls (a reply over {STALL_SECONDS:g} s): none;"
+            f" slowest reply {worst * 1000:.0f} ms."
+        )
+    worst_second = max(stalled, key=lambda s: phase.worst_by_second[s])
+    return (
+        f"- Stalls (a reply over {STALL_SECONDS:g} s): in {len(stalled)} of"
+        f" {len(phase.worst_by_second)} seconds; the worst at +{worst_second} s of the window,"
+        f" {phase.worst_by_second[worst_second]:.1f} s."
+    )
 
 
 async def main_async(args: argparse.Namespace) -> int:

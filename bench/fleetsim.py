@@ -148,6 +148,9 @@ class Recorder:
     late_sends: int = 0
     non_json: int = 0
     error_times: list[float] | None = None  # loop time of each error, when wanted
+    # The slowest reply of each second of the window (by intended send time): a
+    # stall shows as seconds whose worst reply took far longer than the rest.
+    worst_by_second: dict[int, float] = field(default_factory=dict)
 
     def in_window(self, intended: float) -> bool:
         return self.window_start <= intended < self.window_end
@@ -155,7 +158,11 @@ class Recorder:
     def reply(self, endpoint: str, intended: float, done: float) -> None:
         self.responses += 1
         if self.in_window(intended):
-            self.latencies.setdefault(endpoint, []).append(done - intended)
+            took = done - intended
+            self.latencies.setdefault(endpoint, []).append(took)
+            second = int(intended - self.window_start)
+            if took > self.worst_by_second.get(second, 0.0):
+                self.worst_by_second[second] = took
 
     def error(self, endpoint: str, kind: str, intended: float) -> None:
         if self.in_window(intended):

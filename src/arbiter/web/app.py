@@ -51,6 +51,7 @@ from arbiter.web.middleware import (
     ShutdownGuardMiddleware,
 )
 from arbiter.web.observed import ObservedRequestsMiddleware, RequestObserver
+from arbiter.web.overload import LoopLag, ShedWhenLaggingMiddleware
 from arbiter.web.redirects import relative_slash_redirects
 from arbiter.web.request_id import RequestIdMiddleware
 from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
@@ -129,6 +130,7 @@ def create_app(
         holder["state"].jobs = await run_in_threadpool(start_jobs, holder["state"], job_table)
         if tune_runtime:
             _tune_runtime_for_serving()
+        lag.start()
         log.info(
             "arbiter %s ready (database %s; threadpool of %d threads)",
             settings.role,
@@ -139,6 +141,7 @@ def create_app(
             yield
         finally:
             holder["state"].shutting_down = True
+            await lag.stop()
             await asyncio.sleep(DRAIN_SECONDS)
             holder["state"].runs.code.work.shutdown()
             if holder["state"].jobs is not None:
@@ -171,7 +174,11 @@ def create_app(
     ]
     table = routes()
     handlers = exception_handlers()
-    worker_app = stacked(guards, WorkerEndpoints(worker_routes(table), handlers))
+    lag = LoopLag()
+    shed = Middleware(ShedWhenLaggingMiddleware, lag=lag)  # after the start stamp
+    worker_app = stacked(
+        [guards[0], shed, *guards[1:]], WorkerEndpoints(worker_routes(table), handlers)
+    )
     metrics = AppMetrics()
     observers: list[RequestObserver] = [metrics.observe_request]
     if settings.access_log:
@@ -199,6 +206,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics
+    app.state.loop_lag = lag
     relative_slash_redirects(app.router)
     return app
 

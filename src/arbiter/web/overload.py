@@ -1,0 +1,89 @@
+"""Overload: when the core cannot keep up, worker calls are turned away at once.
+
+A saturated server that serves every call in turn makes every caller wait for
+the whole queue: issue 19 measured replies taking seconds, then timeouts and
+resets, for every endpoint. The event loop's lag says when that starts: a
+timer due every LAG_PERIOD that runs LAG_LIMIT late means the ready queue
+holds that much work. While it does (and for SHED_HOLD after, so that the
+queue drains), worker calls are answered before their body is read: a
+request_task gets the reference's "too busy" reply, which the worker retries
+later, every other call a JSON 503 with Retry-After, which workers back off
+from. Pages and the API for people are served as usual.
+
+Everything here runs on the event loop. [LOOP]
+"""
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from arbiter.domain.runs.scheduler import too_busy
+from arbiter.web.middleware import NOSNIFF, request_started_at
+from arbiter.web.replies import json_body, worker_error_body
+
+LAG_PERIOD = 0.025  # s between the lag monitor's timers
+LAG_LIMIT = 0.5  # s late: the loop has that much work queued (a hiccup is less)
+SHED_HOLD = 1.0  # s of shedding after the lag was last over the limit
+RETRY_AFTER = "5"  # s a turned-away worker waits (the reference's workers retry)
+SHED_MESSAGE = "server overloaded, retry shortly"
+
+
+class LoopLag:
+    """The event loop's lateness, measured by a timer of its own."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lagging_until = 0.0
+        self.worst = 0.0  # s: the largest lag seen (monitoring)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def shedding(self) -> bool:
+        return self._clock() < self._lagging_until
+
+    def observe(self, lag: float) -> None:
+        """One timer's lateness (the monitor, and tests)."""
+        self.worst = max(self.worst, lag)
+        if lag > LAG_LIMIT:
+            self._lagging_until = self._clock() + SHED_HOLD
+
+    async def _watch(self) -> None:
+        while True:
+            due = self._clock() + LAG_PERIOD
+            await asyncio.sleep(LAG_PERIOD)
+            self.observe(self._clock() - due)
+
+
+class ShedWhenLaggingMiddleware:
+    """On the worker calls' short path: answer at once while `lag` is shedding."""
+
+    def __init__(self, app: ASGIApp, lag: LoopLag) -> None:
+        self.app = app
+        self.lag = lag
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.lag.shedding():
+            await self.app(scope, receive, send)
+            return
+        started = request_started_at(scope)
+        path = scope["path"]
+        headers = [(b"content-type", b"application/json"), NOSNIFF]
+        if path == "/api/request_task":
+            status, body = 200, json_body(too_busy(), started)
+        else:
+            status, body = 503, worker_error_body(path, SHED_MESSAGE, started)
+            headers.append((b"retry-after", RETRY_AFTER.encode()))
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
