@@ -12,8 +12,10 @@ from starlette.testclient import TestClient
 import arbiter.web.app as app_module
 from arbiter.web.app import create_app
 from arbiter.web.metrics import RequestStats, address_allowed
+from arbiter.web.overload import LAG_LIMIT
 from arbiter.web.settings import Settings, SettingsError, parse_networks
-from tests.web.api_support import api_settings, approved, take_task, users
+from tests.domain.runs.support import pairs
+from tests.web.api_support import api_settings, approved, take_task, users, wire, worker_body
 
 LOCAL = ("127.0.0.1", 40000)
 
@@ -75,7 +77,25 @@ def test_gauges_show_the_live_runs_workers_gate_and_threadpool(
     # The task was handed out in a batch of one, committed and timed.
     assert found[("arbiter_scheduler_batch_size_count", ())] >= 1
     assert found[("arbiter_commit_duration_seconds_count", ())] >= 1
+    assert found[("arbiter_overload_shedding", ())] == 0
+    assert ("arbiter_loop_lag_worst_seconds", ()) in found
     assert ("process_cpu_seconds_total", ()) in found
+
+
+def test_a_result_update_is_counted_in_a_batch(client: TestClient, repo_url: str) -> None:
+    users(client)
+    run_id = approved(client, repo_url)
+    task_id = take_task(client, "alice")["task_id"]
+    body = worker_body("alice", run_id=run_id, task_id=task_id, stats=wire(pairs(dd=1)))
+    assert client.post("/api/update_task", json=body).json()["task_alive"] is True
+    assert samples(client)[("arbiter_update_batch_size_count", ())] >= 1
+
+
+def test_shedding_shows_in_the_metrics(client: TestClient) -> None:
+    client.app.state.loop_lag.observe(LAG_LIMIT * 2)  # type: ignore[attr-defined]
+    found = samples(client)
+    assert found[("arbiter_overload_shedding", ())] == 1
+    assert found[("arbiter_loop_lag_worst_seconds", ())] == LAG_LIMIT * 2
 
 
 def test_metrics_are_refused_to_an_address_not_allowed(

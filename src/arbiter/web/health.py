@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from arbiter.storage.migrate import schema_status
 from arbiter.web.api import app_state, client_address
 from arbiter.web.metrics import AppMetrics, address_allowed, threadpool_gauges
+from arbiter.web.overload import LoopLag
 from arbiter.web.state import AppState
 
 NO_STORE = {"cache-control": "no-store"}
@@ -61,8 +62,13 @@ async def metrics(request: Request) -> Response:
             media_type="text/plain",
         )
     app_metrics: AppMetrics = request.app.state.metrics
-    body = app_metrics.render(gauges(state))
+    lag: LoopLag = request.app.state.loop_lag
+    body = app_metrics.render({**gauges(state), **overload_gauges(lag)})
     return Response(body, media_type=app_metrics.content_type, headers=NO_STORE)
+
+
+def overload_gauges(lag: LoopLag) -> dict[str, float]:
+    return {"overload_shedding": int(lag.shedding()), "loop_lag_worst_seconds": lag.worst}
 
 
 def gauges(state: AppState) -> dict[str, float]:

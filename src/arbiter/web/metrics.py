@@ -124,6 +124,8 @@ GAUGES = {
     "active_workers": "Worker machines holding an active task (primary)",
     "job_queue_depth": "Background job runs waiting for a job thread",
     "primary_lease_held": "1 while this primary holds its lease and serves workers (primary)",
+    "overload_shedding": "1 while worker calls are turned away: the event loop lags (overload)",
+    "loop_lag_worst_seconds": "The event loop's largest lateness since the process started",
 }
 
 
