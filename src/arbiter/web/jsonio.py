@@ -38,6 +38,15 @@ async def read_json_object(request: Request) -> dict[str, Any]:
 
 
 async def read_body(request: Request, kind: type[T]) -> T:
+    raw = await request.body()
+    if not _may_nest_deeply(raw):
+        # A well-formed body decodes straight into its struct, in one pass (a
+        # worker's call is nearly all of them); any problem takes the two-step
+        # path below, whose messages say what is wrong.
+        try:
+            return msgspec.json.decode(raw, type=kind)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            pass
     payload = await read_json_object(request)
     try:
         return decode_body(payload, kind)
