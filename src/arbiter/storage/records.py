@@ -4,8 +4,9 @@ They mirror the tables in `schema.py` one to one, so a row maps onto a record
 by column name and the domain never sees a SQLAlchemy object.
 """
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,3 +221,41 @@ class DeliveryRecord:
     last_error: str
     created_at: float
     delivered_at: float | None
+
+
+R = TypeVar("R", RunRecord, TaskRecord)
+
+
+def evolve(record: R, **changes: Any) -> R:
+    """`dataclasses.replace` for the hot records, twice as fast.
+
+    A result update makes several new run and task records; `replace` looks up
+    the class's fields and builds keyword arguments for `__init__` each time,
+    which a profile of a fleet put at a twentieth of the core (issue 19). Here
+    each class gets, once, a function that copies every field straight into a
+    new object (these records have no `__post_init__` to run)."""
+    new: R = _EVOLVERS[type(record)](record, **changes)
+    return new
+
+
+def _evolver(cls: type[R]) -> Callable[..., R]:
+    names: list[str] = [spec.name for spec in fields(cls)]
+    keywords = ", ".join(f"{name}=_KEEP" for name in names)
+    lines = [
+        f"def evolve(record, *, {keywords}):",
+        "    new = _new(_cls)",
+        *(
+            f"    _set(new, {name!r}, record.{name} if {name} is _KEEP else {name})"
+            for name in names
+        ),
+        "    return new",
+    ]
+    scope: dict[str, Any] = {"_KEEP": _KEEP, "_new": object.__new__, "_set": object.__setattr__}
+    scope["_cls"] = cls
+    exec("\n".join(lines), scope)  # noqa: S102 - code built from the class's own field names
+    function: Callable[..., R] = scope["evolve"]
+    return function
+
+
+_KEEP = object()
+_EVOLVERS: dict[type, Callable[..., Any]] = {cls: _evolver(cls) for cls in (RunRecord, TaskRecord)}

@@ -12,10 +12,10 @@ A point is a list `[games, wins, losses, draws, LL, LD, DD, WD, WW, llr]`
 (`llr` is None without an SPRT). Pure functions of a `RunRecord`.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from arbiter.storage.records import RunRecord
+from arbiter.storage.records import RunRecord, evolve
 
 HISTORY_KEY = "results_history"
 MAX_POINTS = 64
@@ -49,7 +49,7 @@ def record(run: RunRecord) -> RunRecord:
     if len(kept) > MAX_POINTS:
         kept = [*kept[:-1:2], kept[-1]]
         step *= 2
-    return replace(run, args={**run.args, HISTORY_KEY: {"step": step, "points": kept}})
+    return evolve(run, args={**run.args, HISTORY_KEY: {"step": step, "points": kept}})
 
 
 def points(run: RunRecord) -> list[Point]:

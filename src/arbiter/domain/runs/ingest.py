@@ -30,7 +30,7 @@ from arbiter.protocol.workers import long_worker_name, worker_names
 from arbiter.stats.purge import crash_or_time
 from arbiter.stats.results import result_problems
 from arbiter.stats.sprt import sprt_results, update_sprt
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 STOP_RUN_CPU_HOURS = 1000.0  # a worker's user needs this much contributed to stop a run
 
@@ -160,7 +160,7 @@ class ResultIngest:
         now = self._context.clock()
         stats, spsa, worker = update.stats, update.spsa, update.worker
         played = stats.wins + stats.losses + stats.draws
-        new_task = replace(
+        new_task = evolve(
             task,
             worker_info=measured_worker_info(task.worker_info, worker),
             wins=stats.wins,
@@ -407,7 +407,7 @@ def _advance_sprt(run: RunRecord) -> RunRecord:
         return run
     counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
     state = update_sprt(sprt, counts)
-    return replace(run, args={**run.args, "sprt": dict(state)})
+    return evolve(run, args={**run.args, "sprt": dict(state)})
 
 
 def measured_worker_info(stored: dict[str, Any], worker: WorkerInfo) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from arbiter.domain import actions
@@ -22,7 +22,7 @@ from arbiter.domain.profile_fields import username_key
 from arbiter.domain.runs import bad_tasks
 from arbiter.domain.runs.totals import apply_change
 from arbiter.storage import Storage, Tx
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 LEASE_SECONDS = 360.0  # a task silent this long is reclaimed (reference 7.1)
 
@@ -188,7 +188,7 @@ class RunContext:
         all. Caller holds the lock of every one of these runs."""
         now = self.clock()
         for _, change in changes:
-            change.run = replace(change.run, last_updated=now)
+            change.run = evolve(change.run, last_updated=now)
         with self.storage.write() as tx:
             write_changes(tx, changes)
         for state, change in changes:

@@ -8,7 +8,7 @@ uses to verify and repair what storage holds.
 
 from dataclasses import dataclass, replace
 
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 AGGREGATE_FIELDS = (
     "workers",
@@ -72,7 +72,7 @@ def apply_change(run: RunRecord, old: TaskRecord | None, new: TaskRecord | None)
     if before.pentanomial != after.pentanomial:
         triples = zip(run.pentanomial, after.pentanomial, before.pentanomial, strict=True)
         changes["pentanomial"] = [total + a - b for total, a, b in triples]
-    return replace(run, **changes) if changes else run  # type: ignore[arg-type]
+    return evolve(run, **changes) if changes else run
 
 
 def recompute(run: RunRecord, tasks: list[TaskRecord]) -> RunRecord:
