@@ -1,6 +1,8 @@
 """resolve_refs against real local repositories (real git, file:// URLs)."""
 
+import os
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,8 +147,15 @@ def test_nonexistent_repository_fails_with_gits_reason(tmp_path: Path) -> None:
     assert "does not appear to be a git repository" in caught.value.reason
 
 
-def test_timeout_kills_git(repo: Repo) -> None:
-    # A timeout too small for git to even start stands in for a hanging host.
+def test_timeout_kills_git(tmp_path: Path) -> None:
+    # A repository whose refs file is a FIFO nobody writes: git blocks reading it,
+    # as it would on a host that never answers. (A timeout too small for git to
+    # start was flaky: on a loaded machine git could finish before the first check.)
+    hanging = tmp_path / "hanging.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(hanging)], check=True)
+    os.mkfifo(hanging / "packed-refs")
+    started = time.monotonic()
     with pytest.raises(GitFailed) as caught:
-        resolve_refs(repo.url, ["master"], timeout=0.000001)
+        resolve_refs(f"file://{hanging}", ["master"], timeout=0.5)
     assert caught.value.timed_out
+    assert time.monotonic() - started < 10
