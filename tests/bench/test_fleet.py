@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from bench import harness
-from bench.fleet import Options, Setup, arbiter_phase
-from bench.fleetsim import Cadence, Chaos, FleetConfig
+from bench.fleet import HEAVY_CONCURRENCIES, Options, Setup, arbiter_phase
+from bench.fleetsim import WORKER_CONCURRENCY, Cadence, Chaos, FleetConfig
+from tests.web.live_server import PASSWORD
 
 WORKERS = 150
 SECONDS = 15.0
@@ -21,9 +22,11 @@ CHAOS = Chaos(disconnect=0.01, failed_task=0.1, crash=0.05)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize(
+    ("backend", "mix"), [("sqlite", "steady"), ("postgresql", "steady"), ("sqlite", "heavy")]
+)
 def test_fleet_ledger_equals_server_totals(
-    tmp_path: Path, backend: str, request: pytest.FixtureRequest, repo_url: str
+    tmp_path: Path, backend: str, mix: str, request: pytest.FixtureRequest, repo_url: str
 ) -> None:
     database_url = ""
     if backend == "postgresql":
@@ -31,13 +34,17 @@ def test_fleet_ledger_equals_server_totals(
     data = tmp_path / "data"
     accounts = harness.create_accounts(data, database_url, users=3)
     options = Options(WORKERS, SECONDS, SPEEDUP, ramp=2.0, connections=WORKERS, chaos=True)
+    heavy = mix == "heavy"
     config = FleetConfig(
         workers=WORKERS,
         cadence=Cadence.real(SPEEDUP),
         chaos=CHAOS,
-        tokens=accounts.workers,
+        # heavy: account passwords, small machines' tasks of 5-7 one-batch updates
+        tokens=[(name, PASSWORD) for name, _ in accounts.workers] if heavy else accounts.workers,
         ramp=options.ramp,
-        batches_per_update=3,  # tasks of 10 updates: they end during the run
+        batches_per_update=1 if heavy else 3,  # steady: tasks of 10 updates end in the run
+        concurrencies=HEAVY_CONCURRENCIES if heavy else (WORKER_CONCURRENCY,),
+        beat_after_update=heavy,
     )
     setup = Setup(data, database_url, accounts, repo_url, runs=3, pin=False)
 
