@@ -80,7 +80,8 @@ TARGETS = {
     ),
     "ingest": Target(
         "src/arbiter/domain/runs/ingest.py",
-        ("tests/domain/runs/test_ingest.py",),
+        # test_spsa_steps.py states request_spsa and update_task's SPSA step.
+        ("tests/domain/runs/test_ingest.py", "tests/domain/runs/test_spsa_steps.py"),
         "update_task, beat, failed_task: results counted once, refusals change nothing",
     ),
 }
