@@ -65,7 +65,10 @@ TARGETS = {
     ),
     "settings": Target(
         "src/arbiter/web/settings.py",
-        ("tests/web/test_app.py", "tests/web/test_server_process.py"),
+        # Not test_server_process.py: it starts real server processes (about 40 s a
+        # run), and what it states of settings (the defaults the server runs with)
+        # test_settings.py states in-process.
+        ("tests/web/test_settings.py", "tests/web/test_app.py"),
         "defaults and validation of every ARBITER_* setting",
     ),
     "accounts": Target(
