@@ -1,6 +1,7 @@
 """update_task and friends: durable, idempotent, strict about inconsistent stats."""
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -194,7 +195,7 @@ def test_dead_tasks_are_reclaimed_after_the_lease(
 ) -> None:
     run_id, task_id = started
     clock.advance(300)
-    runs.ingest.beat(worker(), run_id, task_id)
+    assert runs.ingest.beat(worker(), run_id, task_id) == {"task_alive": True}
     clock.advance(300)
     assert runs.scavenge() == 0
     clock.advance(100)
@@ -560,3 +561,66 @@ def test_an_update_renews_the_lease(
     assert runs.scavenge() == 0
     clock.advance(20)
     assert runs.scavenge() == 1
+
+
+SPSA = {"raw_params": "Alpha,100,0,200,10,0.0020", "A": 0.1, "alpha": 0.602, "gamma": 0.101}
+
+
+@pytest.fixture
+def spsa_started(runs: Runs, alice: User, root: User, repo_url: str) -> tuple[str, int]:
+    run_id = approved_run(runs, alice, root, repo_url, num_games=10000, spsa=SPSA)
+    return run_id, take_task(runs, alice, worker())["task_id"]
+
+
+def test_request_spsa_keeps_the_flips_and_counts_the_task_once(
+    runs: Runs, storage: Storage, spsa_started: tuple[str, int]
+) -> None:
+    run_id, task_id = spsa_started
+    before, _ = stored(storage, run_id)
+    assert runs.ingest.request_spsa(worker(), run_id, task_id)["task_alive"] is True
+    run, tasks = stored(storage, run_id)
+    assert tasks[0].spsa_params is not None  # type: ignore[attr-defined]
+    assert run == before
+
+
+def fail(runs: Runs, run_id: str, task_id: int) -> None:
+    runs.ingest.failed_task(worker(), run_id, task_id, "engine crashed")
+
+
+def stop_unauthorized(runs: Runs, run_id: str, task_id: int) -> None:
+    with pytest.raises(Unauthorized):
+        runs.ingest.stop_run(worker(), run_id, task_id, "bad bench", cpu_hours=0.0)
+
+
+def reclaim(runs: Runs, run_id: str, task_id: int) -> None:
+    assert deactivate(runs.context, run_id, task_id, "stale")
+
+
+Retire = Callable[[Runs, str, int], None]
+
+
+@pytest.mark.parametrize("retire", [fail, stop_unauthorized, reclaim])
+def test_a_task_taken_away_drops_its_spsa_flips(
+    runs: Runs, storage: Storage, spsa_started: tuple[str, int], retire: Retire
+) -> None:
+    run_id, task_id = spsa_started
+    runs.ingest.request_spsa(worker(), run_id, task_id)
+    retire(runs, run_id, task_id)
+    _, tasks = stored(storage, run_id)
+    assert (tasks[0].active, tasks[0].spsa_params) == (False, None)  # type: ignore[attr-defined]
+
+
+def test_request_spsa_for_a_task_no_longer_active(
+    runs: Runs, alice: User, spsa_started: tuple[str, int]
+) -> None:
+    run_id, task_id = spsa_started
+    expected = {"task_alive": False, "info": f"task {run_id}/{task_id} is not active"}
+    fail(runs, run_id, task_id)
+    assert runs.ingest.request_spsa(worker(), run_id, task_id) == expected
+    runs.lifecycle.stop(alice, run_id)  # then answered from storage
+    assert runs.ingest.request_spsa(worker(), run_id, task_id) == expected
+    assert runs.ingest.failed_task(worker(), run_id, task_id, "again") == expected
+    with pytest.raises(BadRequest, match=f"Invalid unique_key for task {run_id}/{task_id}"):
+        runs.ingest.request_spsa(worker(key="zzzz"), run_id, task_id)
+    with pytest.raises(BadRequest, match=f"Invalid task_id 9 for run {run_id}"):
+        runs.ingest.failed_task(worker(), run_id, 9, "again")
