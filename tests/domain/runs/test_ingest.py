@@ -596,10 +596,15 @@ def reclaim(runs: Runs, run_id: str, task_id: int) -> None:
     assert deactivate(runs.context, run_id, task_id, "stale")
 
 
+def kill(runs: Runs, run_id: str, task_id: int) -> None:
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=2))
+    assert runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=1))["task_alive"] is False
+
+
 Retire = Callable[[Runs, str, int], None]
 
 
-@pytest.mark.parametrize("retire", [fail, stop_unauthorized, reclaim])
+@pytest.mark.parametrize("retire", [fail, stop_unauthorized, reclaim, kill])
 def test_a_task_taken_away_drops_its_spsa_flips(
     runs: Runs, storage: Storage, spsa_started: tuple[str, int], retire: Retire
 ) -> None:
