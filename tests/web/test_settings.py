@@ -85,6 +85,7 @@ def test_every_default() -> None:
     settings = Settings.from_env({})
     assert {name: getattr(settings, name) for name in DEFAULTS} == DEFAULTS
     assert settings.argon2_concurrency == half_the_cpus()
+    assert type(settings.argon2_concurrency) is int  # a count of threads, never 1.5
     assert settings.is_primary
     assert settings.metrics_networks == (
         ipaddress.ip_network("127.0.0.1/32"),
