@@ -424,18 +424,30 @@ def test_bearer_token_names_its_user(accounts: Accounts, alice: User) -> None:
     assert accounts.authenticate_token(token) == alice
 
 
+TOKEN_REFUSED = r"^Invalid or revoked token\.$"
+
+
 @pytest.mark.parametrize("token", ["", PASSWORD, "arb_unknown"])
 def test_bearer_token_that_is_not_a_live_token_is_refused(
     accounts: Accounts, alice: User, token: str
 ) -> None:
-    with pytest.raises(InvalidCredentials, match="token"):
+    with pytest.raises(InvalidCredentials, match=TOKEN_REFUSED):
         accounts.authenticate_token(token)
 
 
 def test_revoked_bearer_token_is_refused(accounts: Accounts, alice: User) -> None:
     token = accounts.create_token("alice")
     accounts.revoke_token("alice", accounts.list_tokens("alice")[0].id)
-    with pytest.raises(InvalidCredentials):
+    with pytest.raises(InvalidCredentials, match=TOKEN_REFUSED):
+        accounts.authenticate_token(token)
+
+
+def test_bearer_token_of_a_rejected_applicant_is_refused(
+    accounts: Accounts, root: User, pending: User
+) -> None:
+    token = accounts.create_token("carol")  # an operator may make one for a pending account
+    accounts.reject("root", "carol")
+    with pytest.raises(InvalidCredentials, match=TOKEN_REFUSED):
         accounts.authenticate_token(token)
 
 
@@ -810,8 +822,14 @@ def test_revoke_token(accounts: Accounts, clock: Clock, alice: User) -> None:
 
 
 def test_revoke_unknown_token_is_not_found(accounts: Accounts, alice: User) -> None:
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound, match=r"^No such token\.$"):
         accounts.revoke_token("alice", 12345)
+
+
+def test_own_token_keeps_its_label(accounts: Accounts, alice: User) -> None:
+    accounts.create_own_token("alice", PASSWORD, "  box ")
+    accounts.create_own_token("alice", PASSWORD)
+    assert [info.label for info in accounts.list_tokens("alice")] == ["box", ""]
 
 
 def test_revoke_someone_elses_token_is_not_found(
