@@ -590,6 +590,14 @@ def test_session_starts_and_resolves(accounts: Accounts, alice: User) -> None:
     assert not active.remember
 
 
+def test_a_session_id_and_its_csrf_token_carry_32_random_bytes(
+    accounts: Accounts, alice: User
+) -> None:
+    new = accounts.start_session(alice, remember=False)
+    assert len(new.session_id) == 43  # 32 bytes in unpadded base64url
+    assert len(new.csrf_token) == 64  # 32 bytes in hex
+
+
 def test_session_is_stored_only_as_a_digest(
     accounts: Accounts, storage: Storage, alice: User
 ) -> None:
@@ -847,3 +855,10 @@ def test_tokens_of_unknown_user_are_not_found(accounts: Accounts) -> None:
         accounts.create_token("nobody")
     with pytest.raises(NotFound):
         accounts.list_tokens("nobody")
+
+
+def test_refusals_to_manage_users_say_why(accounts: Accounts, root: User, alice: User) -> None:
+    with pytest.raises(PermissionDenied, match=r"^You cannot block yourself\.$"):
+        accounts.set_blocked("root", "root", True)
+    with pytest.raises(PermissionDenied, match=r"^Only approvers may manage users\.$"):
+        accounts.set_blocked("alice", "root", True)
