@@ -851,7 +851,7 @@ def test_revoke_someone_elses_token_is_not_found(
 
 
 def test_tokens_of_unknown_user_are_not_found(accounts: Accounts) -> None:
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound, match=r"^No user named nobody\.$"):
         accounts.create_token("nobody")
     with pytest.raises(NotFound):
         accounts.list_tokens("nobody")
