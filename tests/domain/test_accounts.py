@@ -170,7 +170,7 @@ def test_password_of_72_characters_is_accepted(accounts: Accounts) -> None:
 def test_duplicate_username_in_any_case_is_a_username_error(
     accounts: Accounts, alice: User, taken_as: str
 ) -> None:
-    with pytest.raises(ValidationError, match="already taken") as raised:
+    with pytest.raises(ValidationError, match=r"^This username is already taken\.$") as raised:
         accounts.signup(taken_as, OTHER_PASSWORD, "other@example.org")
     assert raised.value.field == "username"
     assert [u.username for u in accounts.list_users()] == ["alice"]
@@ -197,6 +197,10 @@ def test_create_user_checks_a_given_email(accounts: Accounts) -> None:
 def test_get_user_ignores_case_and_unknown_is_none(accounts: Accounts, alice: User) -> None:
     assert accounts.get_user("ALICE") == alice
     assert accounts.get_user("nobody") is None
+
+
+def test_a_user_carries_its_machine_limit(accounts: Accounts, alice: User) -> None:
+    assert alice.machine_limit == 16  # the column's default
 
 
 def test_list_users_filters(accounts: Accounts, alice: User, pending: User) -> None:
