@@ -225,6 +225,15 @@ def test_head_sends_one_empty_final_body_to_the_client() -> None:
     assert is_head_request(seen[0])
 
 
+def test_head_passes_the_request_body_on() -> None:
+    """A handler may read the (empty) body of a HEAD, as of any request."""
+    sent = call(HeadMethodMiddleware(echo_app), method="HEAD")
+    assert sent == [
+        {"type": "http.response.start", "status": 200, "headers": []},
+        {"type": "http.response.body", "body": b"", "more_body": False},
+    ]
+
+
 @pytest.mark.parametrize(("kind", "method"), [("http", "GET"), ("websocket", "HEAD")])
 def test_head_leaves_other_requests_alone(kind: str, method: str) -> None:
     seen: list[Scope] = []
@@ -239,7 +248,8 @@ def test_request_state_stamps_http_requests_only() -> None:
     before = time.perf_counter()
     call(RequestStateMiddleware(stream_app(seen)))
     call(RequestStateMiddleware(stream_app(seen)), kind="websocket")
-    assert before <= seen[0][STATE_KEY] <= request_started_at(seen[0]) <= time.perf_counter()
+    assert before <= seen[0][STATE_KEY] <= time.perf_counter()
+    assert request_started_at(seen[0]) == seen[0][STATE_KEY]
     assert STATE_KEY not in seen[1]
     assert before <= request_started_at(seen[1])  # unstamped: measured from now
 
