@@ -389,3 +389,18 @@ def test_a_header_the_handler_set_is_not_repeated() -> None:
 def test_other_scopes_get_no_security_headers() -> None:
     sent = call(SecurityHeadersMiddleware(stream_app([])), kind="websocket")
     assert sent[0]["headers"] == [(b"x-inner", b"1")]
+
+
+def test_a_reply_started_without_headers_gets_them_all() -> None:
+    """ASGI lets a response start leave `headers` out (none)."""
+
+    async def bare(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 204})
+        await send({"type": "http.response.body", "body": b""})
+
+    sent = call(SecurityHeadersMiddleware(bare), "/api/x")
+    assert sent[0] == {
+        "type": "http.response.start",
+        "status": 204,
+        "headers": [(b"x-content-type-options", b"nosniff")],
+    }
