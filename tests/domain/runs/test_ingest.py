@@ -629,3 +629,15 @@ def test_request_spsa_for_a_task_no_longer_active(
         runs.ingest.request_spsa(worker(key="zzzz"), run_id, task_id)
     with pytest.raises(BadRequest, match=f"Invalid task_id 9 for run {run_id}"):
         runs.ingest.failed_task(worker(), run_id, 9, "again")
+
+
+def test_a_task_left_by_a_restarted_worker_is_logged_as_failed(
+    runs: Runs, alice: User, storage: Storage, started: tuple[str, int]
+) -> None:
+    """The scheduler takes it away (retire_task, with the default action) when the
+    same worker asks for a new task."""
+    run_id, task_id = started
+    take_task(runs, alice, worker())
+    assert logged(storage, run_id, "failed_task") == [
+        about(run_id, task_id, action="failed_task", message="Stale active task")
+    ]
