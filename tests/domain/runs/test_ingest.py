@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from arbiter.domain.accounts import User
-from arbiter.domain.actions import Actions
+from arbiter.domain.actions import SYSTEM_USER, Actions
 from arbiter.domain.errors import BadRequest, Unauthorized
 from arbiter.domain.runs.documents import run_label
 from arbiter.domain.runs.ingest import deactivate
@@ -640,4 +640,32 @@ def test_a_task_left_by_a_restarted_worker_is_logged_as_failed(
     take_task(runs, alice, worker())
     assert logged(storage, run_id, "failed_task") == [
         about(run_id, task_id, action="failed_task", message="Stale active task")
+    ]
+
+
+def test_a_decision_auto_purges_bad_tasks_and_the_run_goes_on(
+    runs: Runs, alice: User, root: User, repo_url: str, clock: Clock, storage: Storage
+) -> None:
+    """The first task crashed 4 times in its 4 games and was given up; the update
+    that plays the 8th game decides the run, which purges that task instead."""
+    run_id = approved_run(runs, alice, root, repo_url, num_games=8, auto_purge=True)
+    crashed = take_task(runs, alice, worker())["task_id"]
+    runs.ingest.update_task(worker(), run_id, crashed, with_faults(pairs(dd=1, wd=1), 4))
+    runs.ingest.failed_task(worker(), run_id, crashed, "crash")
+    other = worker(key="efgh")
+    task_id = take_task(runs, alice, other)["task_id"]
+    clock.advance(5)
+    assert runs.ingest.update_task(other, run_id, task_id, pairs(ww=2)) == {"task_alive": False}
+    run, tasks = stored(storage, run_id)
+    assert (run.wins, run.losses, run.draws, run.finished) == (4, 0, 0, False)  # type: ignore[attr-defined]
+    assert tasks[crashed].bad  # type: ignore[attr-defined]
+    assert logged(storage, run_id, "purge_run") == [
+        {
+            "time": T0 + 5,
+            "action": "purge_run",
+            "username": SYSTEM_USER,
+            "message": "auto-purged 1 task(s)",
+            "run_id": run_id,
+            "run": run_label(run_id, "patch"),
+        }
     ]
