@@ -1,5 +1,6 @@
 """update_task and friends: durable, idempotent, strict about inconsistent stats."""
 
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -669,3 +670,61 @@ def test_a_decision_auto_purges_bad_tasks_and_the_run_goes_on(
             "run": run_label(run_id, "patch"),
         }
     ]
+
+
+def test_every_contradiction_in_the_counts_is_named(runs: Runs, started: tuple[str, int]) -> None:
+    run_id, task_id = started
+    problems = [
+        "odd number of games (1): games are played in pairs",
+        "wins+losses+draws = 1 games but the pentanomial counts 0 pairs (0 games)",
+        "wins-losses = 1 but the pentanomial implies 2*WW+WD-LD-2*LL = 0",
+    ]
+    expected = "incompatible stats: " + "; ".join(problems)
+    with pytest.raises(BadRequest, match=f"^{re.escape(expected)}$"):
+        runs.ingest.update_task(worker(), run_id, task_id, Stats(1, 0, 0, 0, 0, [0, 0, 0, 0, 0]))
+
+
+def test_an_update_that_changes_only_the_crashes_is_stored(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=2))
+    runs.ingest.update_task(worker(), run_id, task_id, with_faults(pairs(dd=2), crashes=1))
+    runs.ingest.update_task(worker(), run_id, task_id, with_faults(pairs(dd=2), 1, 1))
+    task = stored(storage, run_id)[1][0]
+    assert (task.crashes, task.time_losses) == (1, 1)  # type: ignore[attr-defined]
+
+
+def test_the_same_pairs_counted_otherwise_are_no_repeat(
+    runs: Runs, started: tuple[str, int]
+) -> None:
+    """One DD/WL pair first sent as two draws, then as a win and a loss: the same
+    pentanomial, but fewer draws, which is no repetition but a count going down."""
+    run_id, task_id = started
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=1))
+    reply = runs.ingest.update_task(
+        worker(), run_id, task_id, Stats(1, 1, 0, 0, 0, [0, 0, 1, 0, 0])
+    )
+    why = "incompatible stats: a cumulative count went down"
+    assert reply == {"task_alive": False, "error": f"{run_id}/{task_id}: {why}"}
+
+
+def test_the_first_task_id_past_the_last_is_a_bad_request(
+    runs: Runs, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    with pytest.raises(BadRequest, match=f"^Invalid task_id {task_id + 1} for run {run_id}$"):
+        runs.ingest.update_task(worker(), run_id, task_id + 1, pairs(dd=1))
+
+
+def test_a_normalized_sprt_is_computed_on_the_pentanomial(
+    runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
+) -> None:
+    run_id = approved_run(runs, alice, root, repo_url, sprt={"elo0": 0, "elo1": 2, "batch_size": 1})
+    before = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    task_id = take_task(runs, alice, worker())["task_id"]
+    stats = pairs(ld=1, dd=2, wd=3, ww=4)
+    runs.ingest.update_task(worker(), run_id, task_id, stats)
+    after = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    assert after["llr"] == pytest.approx(update_sprt(before, list(stats.pentanomial))["llr"])
+    assert after["llr"] != pytest.approx(update_sprt(before, [1, 8, 11])["llr"])
