@@ -65,7 +65,10 @@ TARGETS = {
     ),
     "settings": Target(
         "src/arbiter/web/settings.py",
-        ("tests/web/test_app.py", "tests/web/test_server_process.py"),
+        # Not test_server_process.py: it starts real server processes (about 40 s a
+        # run), and what it states of settings (the defaults the server runs with)
+        # test_settings.py states in-process.
+        ("tests/web/test_settings.py", "tests/web/test_app.py"),
         "defaults and validation of every ARBITER_* setting",
     ),
     "accounts": Target(
@@ -80,7 +83,8 @@ TARGETS = {
     ),
     "ingest": Target(
         "src/arbiter/domain/runs/ingest.py",
-        ("tests/domain/runs/test_ingest.py",),
+        # test_spsa_steps.py states request_spsa and update_task's SPSA step.
+        ("tests/domain/runs/test_ingest.py", "tests/domain/runs/test_spsa_steps.py"),
         "update_task, beat, failed_task: results counted once, refusals change nothing",
     ),
 }

@@ -170,7 +170,7 @@ def test_password_of_72_characters_is_accepted(accounts: Accounts) -> None:
 def test_duplicate_username_in_any_case_is_a_username_error(
     accounts: Accounts, alice: User, taken_as: str
 ) -> None:
-    with pytest.raises(ValidationError, match="already taken") as raised:
+    with pytest.raises(ValidationError, match=r"^This username is already taken\.$") as raised:
         accounts.signup(taken_as, OTHER_PASSWORD, "other@example.org")
     assert raised.value.field == "username"
     assert [u.username for u in accounts.list_users()] == ["alice"]
@@ -197,6 +197,10 @@ def test_create_user_checks_a_given_email(accounts: Accounts) -> None:
 def test_get_user_ignores_case_and_unknown_is_none(accounts: Accounts, alice: User) -> None:
     assert accounts.get_user("ALICE") == alice
     assert accounts.get_user("nobody") is None
+
+
+def test_a_user_carries_its_machine_limit(accounts: Accounts, alice: User) -> None:
+    assert alice.machine_limit == 16  # the column's default
 
 
 def test_list_users_filters(accounts: Accounts, alice: User, pending: User) -> None:
@@ -424,18 +428,30 @@ def test_bearer_token_names_its_user(accounts: Accounts, alice: User) -> None:
     assert accounts.authenticate_token(token) == alice
 
 
+TOKEN_REFUSED = r"^Invalid or revoked token\.$"
+
+
 @pytest.mark.parametrize("token", ["", PASSWORD, "arb_unknown"])
 def test_bearer_token_that_is_not_a_live_token_is_refused(
     accounts: Accounts, alice: User, token: str
 ) -> None:
-    with pytest.raises(InvalidCredentials, match="token"):
+    with pytest.raises(InvalidCredentials, match=TOKEN_REFUSED):
         accounts.authenticate_token(token)
 
 
 def test_revoked_bearer_token_is_refused(accounts: Accounts, alice: User) -> None:
     token = accounts.create_token("alice")
     accounts.revoke_token("alice", accounts.list_tokens("alice")[0].id)
-    with pytest.raises(InvalidCredentials):
+    with pytest.raises(InvalidCredentials, match=TOKEN_REFUSED):
+        accounts.authenticate_token(token)
+
+
+def test_bearer_token_of_a_rejected_applicant_is_refused(
+    accounts: Accounts, root: User, pending: User
+) -> None:
+    token = accounts.create_token("carol")  # an operator may make one for a pending account
+    accounts.reject("root", "carol")
+    with pytest.raises(InvalidCredentials, match=TOKEN_REFUSED):
         accounts.authenticate_token(token)
 
 
@@ -576,6 +592,14 @@ def test_session_starts_and_resolves(accounts: Accounts, alice: User) -> None:
     assert active.csrf_token == new.csrf_token
     assert active.expires_at == new.expires_at
     assert not active.remember
+
+
+def test_a_session_id_and_its_csrf_token_carry_32_random_bytes(
+    accounts: Accounts, alice: User
+) -> None:
+    new = accounts.start_session(alice, remember=False)
+    assert len(new.session_id) == 43  # 32 bytes in unpadded base64url
+    assert len(new.csrf_token) == 64  # 32 bytes in hex
 
 
 def test_session_is_stored_only_as_a_digest(
@@ -810,8 +834,14 @@ def test_revoke_token(accounts: Accounts, clock: Clock, alice: User) -> None:
 
 
 def test_revoke_unknown_token_is_not_found(accounts: Accounts, alice: User) -> None:
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound, match=r"^No such token\.$"):
         accounts.revoke_token("alice", 12345)
+
+
+def test_own_token_keeps_its_label(accounts: Accounts, alice: User) -> None:
+    accounts.create_own_token("alice", PASSWORD, "  box ")
+    accounts.create_own_token("alice", PASSWORD)
+    assert [info.label for info in accounts.list_tokens("alice")] == ["box", ""]
 
 
 def test_revoke_someone_elses_token_is_not_found(
@@ -825,7 +855,14 @@ def test_revoke_someone_elses_token_is_not_found(
 
 
 def test_tokens_of_unknown_user_are_not_found(accounts: Accounts) -> None:
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound, match=r"^No user named nobody\.$"):
         accounts.create_token("nobody")
     with pytest.raises(NotFound):
         accounts.list_tokens("nobody")
+
+
+def test_refusals_to_manage_users_say_why(accounts: Accounts, root: User, alice: User) -> None:
+    with pytest.raises(PermissionDenied, match=r"^You cannot block yourself\.$"):
+        accounts.set_blocked("root", "root", True)
+    with pytest.raises(PermissionDenied, match=r"^Only approvers may manage users\.$"):
+        accounts.set_blocked("alice", "root", True)

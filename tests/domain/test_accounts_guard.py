@@ -2,9 +2,10 @@
 logins, worker passwords, token creation and password changes; signups per
 address; argon2 bounded and paid alike by unknown names and wrong passwords."""
 
+import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -187,6 +188,72 @@ def test_an_address_waits_after_failing_on_many_names(guarded: Accounts, alice: 
     assert guarded.authenticate("alice", PASSWORD, address=THERE) == alice
 
 
+# Each way a password is guessed; an empty address is left out of the call, so
+# the default is what is tested then.
+
+
+def at(address: str) -> dict[str, str]:
+    return {"address": address} if address else {}
+
+
+def guess_login(accounts: Accounts, name: str, password: str, address: str) -> None:
+    accounts.authenticate(name, password, **at(address))
+
+
+def guess_worker(accounts: Accounts, name: str, password: str, address: str) -> None:
+    accounts.authenticate_worker(name, password, **at(address))
+
+
+def guess_token(accounts: Accounts, name: str, password: str, address: str) -> None:
+    accounts.create_own_token(name, password, **at(address))
+
+
+def guess_change(accounts: Accounts, name: str, password: str, address: str) -> None:
+    accounts.change_password(name, password, NEW_PASSWORD, **at(address))
+
+
+Guess = Callable[[Accounts, str, str, str], None]
+
+
+@pytest.mark.parametrize("guess", [guess_login, guess_worker, guess_token, guess_change])
+def test_every_kind_of_guess_counts_against_its_address(guarded: Accounts, guess: Guess) -> None:
+    """One wrong password on each of five accounts from one address: the address
+    then waits, whichever way the guesses came (its own accounts too)."""
+    for n in range(LIMITS.address_free_failures + 1):
+        guarded.create_user(f"user{n}", PASSWORD)
+        with pytest.raises((InvalidCredentials, ValidationError)):
+            guess(guarded, f"user{n}", OTHER_PASSWORD, HERE)
+    guarded.create_user("fresh", PASSWORD)
+    with pytest.raises(TooManyAttempts):
+        guess(guarded, "fresh", PASSWORD, HERE)
+    guess(guarded, "fresh", PASSWORD, THERE)
+
+
+@pytest.mark.parametrize("guess", [guess_login, guess_worker, guess_token, guess_change])
+def test_guesses_without_an_address_count_against_no_address(
+    guarded: Accounts, guess: Guess
+) -> None:
+    """The same five wrong passwords with no address given: none counts against a
+    shared one."""
+    for n in range(LIMITS.address_free_failures + 1):
+        guarded.create_user(f"user{n}", PASSWORD)
+        with pytest.raises((InvalidCredentials, ValidationError)):
+            guess(guarded, f"user{n}", OTHER_PASSWORD, "")
+    guarded.create_user("fresh", PASSWORD)
+    guess(guarded, "fresh", PASSWORD, "")
+
+
+def test_an_address_wait_is_in_the_server_log_with_the_address(
+    guarded: Accounts, alice: User, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="arbiter.accounts"):
+        for name in ("n1", "n2", "n3", "n4", "n5"):
+            fail_login(guarded, name, 1)
+    assert [record.getMessage() for record in caplog.records] == [
+        f"password attempts from {HERE} throttled for 1 s after 5 failures"
+    ]
+
+
 def test_each_wait_that_begins_is_audited_without_the_address(
     guarded: Accounts, storage: Storage, alice: User
 ) -> None:
@@ -274,6 +341,12 @@ def test_signups_are_limited_per_address(guarded: Accounts, storage: Storage, cl
     guarded.signup("frank", PASSWORD, "frank@example.org", address=THERE)
     clock.advance(3600)
     guarded.signup("erin", PASSWORD, "erin@example.org", address=HERE)
+
+
+def test_signups_without_an_address_are_not_counted(guarded: Accounts) -> None:
+    for n in range(LIMITS.signups_per_address_per_hour + 1):
+        guarded.signup(f"user{n}", PASSWORD, f"user{n}@example.org")
+        guarded.create_user(f"made{n}", PASSWORD)  # operators' accounts never are
 
 
 def test_a_signup_with_a_bad_field_uses_no_place(guarded: Accounts) -> None:

@@ -1,12 +1,29 @@
 """The pure ASGI middleware: HEAD, shutdown guard, secondary role, headers, body limit."""
 
+import asyncio
+import json
+import time
 from collections.abc import Iterator
 
 import pytest
 from starlette.testclient import TestClient
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arbiter.protocol import WORKER_PATHS
 from arbiter.web.app import create_app
+from arbiter.web.middleware import (
+    CONTENT_SECURITY_POLICY,
+    STATE_KEY,
+    BodySizeLimitMiddleware,
+    HeadMethodMiddleware,
+    RejectNonPrimaryWorkerApiMiddleware,
+    RequestStateMiddleware,
+    SecurityHeadersMiddleware,
+    ShutdownGuardMiddleware,
+    is_head_request,
+    request_started_at,
+)
+from arbiter.web.replies import plain_error_body
 from arbiter.web.settings import Settings
 from tests.web.api_support import PRIMARY_ONLY_WORKER_PATHS
 from tests.web.support import state
@@ -90,3 +107,300 @@ def test_streamed_oversized_body_is_refused(client: TestClient, path: str) -> No
     assert "content-length" not in reply.request.headers
     assert reply.request.headers["transfer-encoding"] == "chunked"
     assert reply.status_code == 413
+
+
+# --- each middleware on its own, driven with raw ASGI messages (issue 21) ---
+# The replies above go through the whole app; these pin down the messages each
+# middleware sends, which a test client would hide (a HEAD's body parts, a
+# second response start).
+
+Sent = list[Message]
+
+
+def stream_app(seen: list[Scope]) -> ASGIApp:
+    """An inner app that records its scope and answers in two body parts."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(dict(scope))
+        start = {"type": "http.response.start", "status": 200, "headers": [(b"x-inner", b"1")]}
+        await send(start)
+        await send({"type": "http.response.body", "body": b"one", "more_body": True})
+        await send({"type": "http.response.body", "body": b"two", "more_body": False})
+
+    return app
+
+
+async def read_all(receive: Receive) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        chunk: bytes = message.get("body", b"")
+        body += chunk
+        if not message.get("more_body"):
+            return body
+
+
+async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """Reads the whole body, then answers its length."""
+    body = await read_all(receive)
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": str(len(body)).encode()})
+
+
+async def early_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """Starts its reply before it reads the body."""
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await read_all(receive)
+    await send({"type": "http.response.body", "body": b"late"})
+
+
+def call(
+    app: ASGIApp,
+    path: str = "/page",
+    *,
+    method: str = "GET",
+    kind: str = "http",
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+    chunks: tuple[bytes, ...] = (b"",),
+) -> Sent:
+    """The messages `app` sends for one request whose body arrives in `chunks`."""
+    scope: Scope = {"type": kind, "method": method, "path": path, "headers": list(headers)}
+    parts: list[Message] = [
+        {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
+        for i, chunk in enumerate(chunks)
+    ]
+    sent: Sent = []
+
+    async def receive() -> Message:
+        return parts.pop(0)
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def run() -> None:
+        await app(scope, receive, send)
+
+    asyncio.run(run())
+    return sent
+
+
+def error_reply(sent: Sent) -> tuple[int, dict[bytes, bytes], bytes]:
+    """(status, headers, body) of a reply sent as one start and one body."""
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
+    return sent[0]["status"], dict(sent[0]["headers"]), sent[1]["body"]
+
+
+def assert_json_error(sent: Sent, status: int, error: str) -> None:
+    got, headers, body = error_reply(sent)
+    assert got == status
+    assert headers == {
+        b"content-type": b"application/json",
+        b"content-length": str(len(body)).encode(),
+        b"x-content-type-options": b"nosniff",
+    }
+    reply = json.loads(body)
+    assert reply["error"] == error
+    assert 0 <= reply["duration"] < 5
+
+
+def assert_page_error(sent: Sent, status: int, message: str) -> None:
+    got, headers, body = error_reply(sent)
+    assert got == status
+    assert headers == {
+        b"content-type": b"text/html; charset=utf-8",
+        b"content-length": str(len(body)).encode(),
+        b"x-content-type-options": b"nosniff",
+    }
+    assert body == plain_error_body(status, message)
+
+
+def test_head_sends_one_empty_final_body_to_the_client() -> None:
+    seen: list[Scope] = []
+    sent = call(HeadMethodMiddleware(stream_app(seen)), method="HEAD")
+    assert sent == [
+        {"type": "http.response.start", "status": 200, "headers": [(b"x-inner", b"1")]},
+        {"type": "http.response.body", "body": b"", "more_body": False},
+    ]
+    assert seen[0]["method"] == "GET"
+    assert is_head_request(seen[0])
+
+
+def test_head_passes_the_request_body_on() -> None:
+    """A handler may read the (empty) body of a HEAD, as of any request."""
+    sent = call(HeadMethodMiddleware(echo_app), method="HEAD")
+    assert sent == [
+        {"type": "http.response.start", "status": 200, "headers": []},
+        {"type": "http.response.body", "body": b"", "more_body": False},
+    ]
+
+
+@pytest.mark.parametrize(("kind", "method"), [("http", "GET"), ("websocket", "HEAD")])
+def test_head_leaves_other_requests_alone(kind: str, method: str) -> None:
+    seen: list[Scope] = []
+    sent = call(HeadMethodMiddleware(stream_app(seen)), method=method, kind=kind)
+    assert [m.get("body") for m in sent] == [None, b"one", b"two"]
+    assert seen[0]["method"] == method
+    assert not is_head_request(seen[0])
+
+
+def test_request_state_stamps_http_requests_only() -> None:
+    seen: list[Scope] = []
+    before = time.perf_counter()
+    call(RequestStateMiddleware(stream_app(seen)))
+    call(RequestStateMiddleware(stream_app(seen)), kind="websocket")
+    assert before <= seen[0][STATE_KEY] <= time.perf_counter()
+    assert request_started_at(seen[0]) == seen[0][STATE_KEY]
+    assert STATE_KEY not in seen[1]
+    assert before <= request_started_at(seen[1])  # unstamped: measured from now
+
+
+@pytest.mark.parametrize("path", ["/api/request_task", "/api"])
+def test_shutdown_guard_answers_api_paths_in_json(path: str) -> None:
+    guard = ShutdownGuardMiddleware(stream_app([]), is_shutting_down=lambda: True)
+    assert_json_error(call(guard, path), 503, f"{path}: server is shutting down, retry shortly")
+
+
+@pytest.mark.parametrize("path", ["/tests", "/apis", "/"])
+def test_shutdown_guard_answers_pages_in_html(path: str) -> None:
+    guard = ShutdownGuardMiddleware(stream_app([]), is_shutting_down=lambda: True)
+    assert_page_error(call(guard, path), 503, "server is shutting down, retry shortly")
+
+
+def test_shutdown_guard_passes_requests_before_shutdown_and_other_scopes() -> None:
+    seen: list[Scope] = []
+    running = ShutdownGuardMiddleware(stream_app(seen), is_shutting_down=lambda: False)
+    assert len(call(running)) == 3
+    stopping = ShutdownGuardMiddleware(stream_app(seen), is_shutting_down=lambda: True)
+    assert len(call(stopping, kind="websocket")) == 3
+    assert len(seen) == 2
+
+
+def limited(app: ASGIApp) -> BodySizeLimitMiddleware:
+    """10 bytes in general, 20 under /upload, 5 on /tiny."""
+    return BodySizeLimitMiddleware(
+        app, limit=10, upload_limit=20, upload_paths=("/upload",), path_limits={"/tiny": 5}
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "limit"), [("/page", 10), ("/upload/pgn", 20), ("/tiny", 5), ("/api/x", 10)]
+)
+def test_body_limit_takes_a_declared_length_up_to_the_limit(path: str, limit: int) -> None:
+    body = b"a" * limit
+    length = ((b"content-length", str(limit).encode()),)
+    assert call(limited(echo_app), path, headers=length, chunks=(body,))[1]["body"] == b"%d" % limit
+
+
+@pytest.mark.parametrize(("path", "limit"), [("/page", 10), ("/upload/pgn", 20), ("/tiny", 5)])
+def test_body_limit_refuses_a_declared_length_over_it_unread(path: str, limit: int) -> None:
+    length = ((b"content-length", str(limit + 1).encode()),)
+    sent = call(limited(stream_app([])), path, headers=length)
+    assert_page_error(sent, 413, f"request body larger than {limit} bytes")
+
+
+@pytest.mark.parametrize(("path", "limit"), [("/api/x", 10), ("/upload/pgn", 20), ("/tiny", 5)])
+def test_body_limit_counts_a_streamed_body(path: str, limit: int) -> None:
+    whole = (b"a" * (limit - 1), b"a")
+    assert call(limited(echo_app), path, chunks=whole)[1]["body"] == b"%d" % limit
+    over = (b"a" * (limit - 1), b"aa")
+    sent = call(limited(echo_app), path, chunks=over)
+    if path.startswith("/api"):
+        assert_json_error(sent, 413, f"{path}: request body larger than {limit} bytes")
+    else:
+        assert_page_error(sent, 413, f"request body larger than {limit} bytes")
+
+
+def test_body_limit_counts_a_body_whose_length_is_not_a_number() -> None:
+    garbled = ((b"content-length", b"ten"),)
+    assert call(limited(echo_app), headers=garbled, chunks=(b"a" * 10,))[1]["body"] == b"10"
+    sent = call(limited(echo_app), headers=garbled, chunks=(b"a" * 11,))
+    assert_page_error(sent, 413, "request body larger than 10 bytes")
+
+
+def test_body_limit_reads_only_the_content_length_header() -> None:
+    other = ((b"x-content-length", b"99"),)
+    assert call(limited(echo_app), headers=other, chunks=(b"a" * 10,))[1]["body"] == b"10"
+
+
+def test_body_limit_sends_no_second_reply_once_one_started() -> None:
+    sent = call(limited(early_app), chunks=(b"a" * 6, b"a" * 6))
+    assert sent == [{"type": "http.response.start", "status": 200, "headers": []}]
+
+
+def test_body_limit_leaves_other_scopes_alone() -> None:
+    length = ((b"content-length", b"99"),)
+    assert len(call(limited(stream_app([])), kind="websocket", headers=length)) == 3
+
+
+@pytest.mark.parametrize("path", PRIMARY_ONLY_WORKER_PATHS)
+def test_a_primary_that_lost_its_lease_refuses_worker_calls(path: str) -> None:
+    lost = RejectNonPrimaryWorkerApiMiddleware(stream_app([]), True, lease_held=lambda: False)
+    assert_json_error(call(lost, path), 503, f"{path}: primary lease lost, retry shortly")
+    secondary = RejectNonPrimaryWorkerApiMiddleware(stream_app([]), False)
+    assert_json_error(call(secondary, path), 503, f"{path}: primary instance required")
+
+
+def test_a_primary_serves_worker_calls_with_its_lease_or_without_one() -> None:
+    seen: list[Scope] = []
+    held = RejectNonPrimaryWorkerApiMiddleware(stream_app(seen), True, lease_held=lambda: True)
+    alone = RejectNonPrimaryWorkerApiMiddleware(stream_app(seen), True)
+    assert len(call(held, "/api/request_task")) == 3
+    assert len(call(alone, "/api/request_task")) == 3
+    assert len(seen) == 2
+
+
+def test_a_secondary_passes_uploads_pages_and_other_scopes() -> None:
+    seen: list[Scope] = []
+    secondary = RejectNonPrimaryWorkerApiMiddleware(stream_app(seen), False)
+    for path in ("/api/upload_pgn", "/api/active_runs", "/tests"):
+        assert len(call(secondary, path)) == 3
+    assert len(call(secondary, "/api/request_task", kind="websocket")) == 3
+    assert len(seen) == 4
+
+
+def test_pages_get_every_security_header_once() -> None:
+    sent = call(SecurityHeadersMiddleware(stream_app([])))
+    assert sent[0]["headers"] == [
+        (b"x-inner", b"1"),
+        (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"same-origin"),
+        (b"x-frame-options", b"DENY"),
+    ]
+    assert [m.get("body") for m in sent[1:]] == [b"one", b"two"]
+
+
+def test_api_replies_get_nosniff_only() -> None:
+    sent = call(SecurityHeadersMiddleware(stream_app([])), "/api/active_runs")
+    assert sent[0]["headers"] == [(b"x-inner", b"1"), (b"x-content-type-options", b"nosniff")]
+
+
+def test_a_header_the_handler_set_is_not_repeated() -> None:
+    async def framed(scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"x-frame-options", b"SAMEORIGIN")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+    names = [name for name, _ in call(SecurityHeadersMiddleware(framed))[0]["headers"]]
+    assert names.count(b"x-frame-options") == 1
+    assert len(names) == 4
+
+
+def test_other_scopes_get_no_security_headers() -> None:
+    sent = call(SecurityHeadersMiddleware(stream_app([])), kind="websocket")
+    assert sent[0]["headers"] == [(b"x-inner", b"1")]
+
+
+def test_a_reply_started_without_headers_gets_them_all() -> None:
+    """ASGI lets a response start leave `headers` out (none)."""
+
+    async def bare(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 204})
+        await send({"type": "http.response.body", "body": b""})
+
+    sent = call(SecurityHeadersMiddleware(bare), "/api/x")
+    assert sent[0] == {
+        "type": "http.response.start",
+        "status": 204,
+        "headers": [(b"x-content-type-options", b"nosniff")],
+    }

@@ -1,15 +1,24 @@
 """update_task and friends: durable, idempotent, strict about inconsistent stats."""
 
+import re
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from arbiter.domain.accounts import User
+from arbiter.domain.actions import SYSTEM_USER, Actions
 from arbiter.domain.errors import BadRequest, Unauthorized
+from arbiter.domain.runs.documents import run_label
+from arbiter.domain.runs.ingest import deactivate
+from arbiter.domain.runs.registry import LEASE_SECONDS
 from arbiter.domain.runs.service import Runs
 from arbiter.protocol.messages import Stats
+from arbiter.stats.sprt import update_sprt
 from arbiter.storage import Storage
-from tests.domain.runs.support import Clock, approved_run, pairs, take_task, worker
+from arbiter.storage.base import ActionFilter
+from tests.domain.runs.support import T0, Clock, approved_run, pairs, take_task, worker
 
 
 def stored(storage: Storage, run_id: str) -> tuple[object, list[object]]:
@@ -35,12 +44,13 @@ def test_update_is_committed_before_the_reply(
 
 
 def test_repeated_update_changes_nothing(
-    runs: Runs, storage: Storage, started: tuple[str, int]
+    runs: Runs, clock: Clock, storage: Storage, started: tuple[str, int]
 ) -> None:
     run_id, task_id = started
-    stats = pairs(ld=3, dd=7, wd=5, ww=1)
+    stats = with_faults(pairs(ld=3, dd=7, wd=5, ww=1), crashes=1, time_losses=1)
     runs.ingest.update_task(worker(), run_id, task_id, stats)
     before = stored(storage, run_id)
+    clock.advance(60)  # a second write would show in last_updated
     assert runs.ingest.update_task(worker(), run_id, task_id, stats) == {"task_alive": True}
     assert stored(storage, run_id) == before
 
@@ -186,7 +196,7 @@ def test_dead_tasks_are_reclaimed_after_the_lease(
 ) -> None:
     run_id, task_id = started
     clock.advance(300)
-    runs.ingest.beat(worker(), run_id, task_id)
+    assert runs.ingest.beat(worker(), run_id, task_id) == {"task_alive": True}
     clock.advance(300)
     assert runs.scavenge() == 0
     clock.advance(100)
@@ -254,3 +264,467 @@ def test_results_keep_the_workers_latest_measurements(
     assert {k: v for k, v in info.items() if k not in ("nps", "ARCH")} == {
         k: v for k, v in unchanged.items() if k not in ("nps", "ARCH")
     }
+
+
+# --- what each call writes to the audit log (issue 21: mutation testing) ---
+
+WORKER_NAME = "alice-4cores-abcd-1234"  # the long name of worker() (4 cores, key abcd-1234-...)
+
+
+def logged(storage: Storage, run_id: str, action: str) -> list[dict[str, object]]:
+    """The run's `action` entries, oldest first, as the API shows them (no `_id`)."""
+    found = Actions(storage).list(ActionFilter(run_id=run_id, action=action))
+    return [{k: v for k, v in entry.items() if k != "_id"} for entry in reversed(found)]
+
+
+def about(run_id: str, task_id: int, **fields: object) -> dict[str, object]:
+    """An action about task `task_id` of a run submitted with new_tag "patch"."""
+    where = {"run_id": run_id, "run": run_label(run_id, "patch"), "task_id": task_id}
+    return {"time": T0, "username": "alice", "worker": WORKER_NAME, **where, **fields}
+
+
+def with_faults(stats: Stats, crashes: int = 0, time_losses: int = 0) -> Stats:
+    return Stats(stats.wins, stats.losses, stats.draws, crashes, time_losses, stats.pentanomial)
+
+
+def test_a_task_not_active_is_named_in_the_reply(runs: Runs, started: tuple[str, int]) -> None:
+    run_id, task_id = started
+    runs.ingest.failed_task(worker(), run_id, task_id, "gone")
+    expected = {"task_alive": False, "info": f"task {run_id}/{task_id} is not active"}
+    assert runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=1)) == expected
+    assert runs.ingest.beat(worker(), run_id, task_id) == expected
+    assert runs.ingest.failed_task(worker(), run_id, task_id, "again") == expected
+
+
+def test_worker_log_records_the_message_its_worker_and_task(
+    runs: Runs, alice: User, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    runs.ingest.worker_log(worker(), "hello", run_id, task_id)
+    runs.lifecycle.stop(alice, run_id)  # the label then comes from storage
+    runs.ingest.worker_log(worker(), "again", run_id, task_id)
+    runs.ingest.worker_log(worker(), "no task", run_id, None)  # names no task: no run either
+    assert logged(storage, run_id, "worker_log") == [
+        about(run_id, task_id, action="worker_log", message="hello"),
+        about(run_id, task_id, action="worker_log", message="again"),
+    ]
+    loose = Actions(storage).list(ActionFilter(action="worker_log"))[0]
+    assert {k: v for k, v in loose.items() if k != "_id"} == {
+        "time": T0,
+        "action": "worker_log",
+        "username": "alice",
+        "message": "no task",
+        "worker": WORKER_NAME,
+    }
+
+
+def test_worker_log_refuses_a_task_the_worker_does_not_hold(
+    runs: Runs, alice: User, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    with pytest.raises(BadRequest, match="Invalid task_id 5"):
+        runs.ingest.worker_log(worker(), "hello", run_id, 5)
+    runs.lifecycle.stop(alice, run_id)
+    with pytest.raises(BadRequest, match="Invalid unique_key"):
+        runs.ingest.worker_log(worker(key="zzzz"), "hello", run_id, task_id)
+    with pytest.raises(BadRequest, match="Invalid task_id 5"):
+        runs.ingest.worker_log(worker(), "hello", run_id, 5)
+
+
+def test_failed_task_is_logged_with_its_worker(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=5))
+    runs.ingest.failed_task(worker(), run_id, task_id, "engine crashed")
+    assert logged(storage, run_id, "failed_task") == [
+        about(run_id, task_id, action="failed_task", message="engine crashed")
+    ]
+    assert logged(storage, run_id, "crash_or_time") == []
+
+
+def test_failed_task_with_too_many_crashes_says_so(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    runs.ingest.update_task(worker(), run_id, task_id, with_faults(pairs(dd=20), 4, 5))
+    runs.ingest.failed_task(worker(), run_id, task_id, "engine crashed")
+    note = "Time losses:5(12.5%) Crashes:4(10.0%)"
+    assert logged(storage, run_id, "crash_or_time") == [
+        about(run_id, task_id, action="crash_or_time", message=note)
+    ]
+    _, tasks = stored(storage, run_id)
+    assert tasks[0].spsa_params is None  # type: ignore[attr-defined]
+
+
+def task_size(storage: Storage, run_id: str) -> int:
+    size: int = stored(storage, run_id)[1][0].num_games  # type: ignore[attr-defined]
+    return size
+
+
+def test_a_task_completed_with_too_many_crashes_says_so(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    size = task_size(storage, run_id)
+    reply = runs.ingest.update_task(worker(), run_id, task_id, with_faults(pairs(dd=size // 2), 4))
+    assert reply == {"task_alive": False}
+    note = f"Time losses:0(0.0%) Crashes:4({4 / size:.1%})"
+    assert logged(storage, run_id, "crash_or_time") == [
+        about(run_id, task_id, action="crash_or_time", message=note)
+    ]
+
+
+def test_a_task_completed_cleanly_logs_nothing(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    size = task_size(storage, run_id)
+    runs.ingest.update_task(worker(), run_id, task_id, with_faults(pairs(dd=size // 2), 3))
+    assert logged(storage, run_id, "crash_or_time") == []
+
+
+def test_a_killed_task_is_logged_with_why(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=10))
+    reply = runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=8))
+    why = "incompatible stats: a cumulative count went down"
+    assert reply == {"task_alive": False, "error": f"{run_id}/{task_id}: {why}"}
+    assert logged(storage, run_id, "failed_task") == [
+        about(run_id, task_id, action="failed_task", message=why)
+    ]
+    _, tasks = stored(storage, run_id)
+    assert tasks[0].spsa_params is None  # type: ignore[attr-defined]
+
+
+def test_a_task_is_killed_for_more_games_than_it_has(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    size = task_size(storage, run_id)
+    reply = runs.ingest.update_task(worker(), run_id, task_id, pairs(ld=1, dd=size // 2))
+    why = f"incompatible stats: {size + 2} games played in a task of {size}"
+    assert reply == {"task_alive": False, "error": f"{run_id}/{task_id}: {why}"}
+    run, tasks = stored(storage, run_id)
+    assert run.draws == 0  # type: ignore[attr-defined]
+    assert not tasks[0].active  # type: ignore[attr-defined]
+
+
+def test_a_lost_worker_is_logged_by_the_name_it_had(
+    runs: Runs, clock: Clock, storage: Storage, alice: User, root: User, repo_url: str
+) -> None:
+    run_id = approved_run(runs, alice, root, repo_url, num_games=2000)
+    info = worker(concurrency=3, modified=True)
+    task_id = take_task(runs, alice, info)["task_id"]
+    clock.advance(LEASE_SECONDS + 1)
+    assert runs.scavenge() == 1
+    message = f"no heartbeat for more than {LEASE_SECONDS:.0f} s"
+    fields = {"time": T0 + LEASE_SECONDS + 1, "worker": "alice-3cores-abcd-1234*"}
+    assert logged(storage, run_id, "dead_task") == [
+        about(run_id, task_id, action="dead_task", message=message, **fields)
+    ]
+
+
+def test_deactivate_takes_an_active_task_away_once(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    assert deactivate(runs.context, run_id, task_id, "stale") is True
+    assert deactivate(runs.context, run_id, task_id, "stale") is False
+    assert deactivate(runs.context, run_id, task_id + 1, "stale") is False
+    assert deactivate(runs.context, "0" * 24, 0, "stale") is False
+    assert logged(storage, run_id, "failed_task") == [
+        about(run_id, task_id, action="failed_task", message="stale")
+    ]
+    run, tasks = stored(storage, run_id)
+    assert not tasks[0].active  # type: ignore[attr-defined]
+    assert run.workers == 0  # type: ignore[attr-defined]
+
+
+def test_a_refused_stop_run_is_logged_and_frees_the_task(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    with pytest.raises(
+        Unauthorized, match=f"User alice has too few CPU hours to stop run {run_id}"
+    ):
+        runs.ingest.stop_run(worker(), run_id, task_id, "bad bench", cpu_hours=999.9)
+    refused = about(run_id, task_id, action="stop_run", message="bad bench (not authorized)")
+    assert logged(storage, run_id, "stop_run") == [refused]
+    with pytest.raises(Unauthorized):  # the task is gone already: logged again, nothing else
+        runs.ingest.stop_run(worker(), run_id, task_id, "bad bench", cpu_hours=0.0)
+    assert logged(storage, run_id, "stop_run") == [refused, refused]
+    run, _tasks = stored(storage, run_id)
+    assert not run.finished  # type: ignore[attr-defined]
+    assert run.workers == 0  # type: ignore[attr-defined]
+
+
+def test_a_stop_run_at_exactly_the_cpu_hours_needed_stops_it(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    assert runs.ingest.stop_run(worker(), run_id, task_id, "illegal move", cpu_hours=1000.0) == {}
+    assert logged(storage, run_id, "stop_run") == [
+        about(run_id, task_id, action="stop_run", message="illegal move")
+    ]
+    run, tasks = stored(storage, run_id)
+    assert (run.finished, run.failed, run.failures) == (True, True, 1)  # type: ignore[attr-defined]
+    assert not tasks[0].active  # type: ignore[attr-defined]
+
+
+def test_an_update_stores_every_count_and_when(
+    runs: Runs, clock: Clock, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    clock.advance(30)
+    runs.ingest.update_task(worker(), run_id, task_id, with_faults(pairs(ld=1, wd=2), 2, 1))
+    run, tasks = stored(storage, run_id)
+    task = tasks[0]
+    counts = (task.wins, task.losses, task.draws, task.crashes, task.time_losses)  # type: ignore[attr-defined]
+    assert counts == (2, 1, 3, 2, 1)
+    assert task.last_updated == T0 + 30  # type: ignore[attr-defined]
+    assert (run.crashes, run.time_losses) == (2, 1)  # type: ignore[attr-defined]
+
+
+def test_a_task_with_mixed_results_completes_at_its_size(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    half = task_size(storage, run_id) // 2
+    reply = runs.ingest.update_task(
+        worker(), run_id, task_id, pairs(ld=half // 2, wd=half - half // 2)
+    )
+    assert reply == {"task_alive": False}
+
+
+def test_sprt_results_must_fill_whole_batches(
+    runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
+) -> None:
+    sprt = {"elo0": 0, "elo1": 2, "batch_size": 4}
+    run_id = approved_run(runs, alice, root, repo_url, sprt=sprt)
+    task_id = take_task(runs, alice, worker())["task_id"]
+    reply = runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=3))
+    why = "incompatible stats: 3 game pairs is incompatible with the SPRT batch size of 4 pairs"
+    assert reply == {"task_alive": False, "error": f"{run_id}/{task_id}: {why}"}
+    run, _ = stored(storage, run_id)
+    assert run.draws == 0  # type: ignore[attr-defined]
+
+
+def test_a_bayeselo_sprt_is_computed_on_wins_draws_losses(
+    runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
+) -> None:
+    sprt = {"elo0": 0, "elo1": 2, "elo_model": "BayesElo", "batch_size": 1}
+    run_id = approved_run(runs, alice, root, repo_url, sprt=sprt)
+    before = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    task_id = take_task(runs, alice, worker())["task_id"]
+    stats = pairs(ld=1, dd=2, wd=3, ww=4)  # W 11, L 1, D 8
+    runs.ingest.update_task(worker(), run_id, task_id, stats)
+    after = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    expected = update_sprt(before, [1, 8, 11])
+    assert after["llr"] == pytest.approx(expected["llr"])
+
+
+@pytest.mark.parametrize("measured", [{"nps": 1.5e6}, {"ARCH": "64bit VNNI"}])
+def test_either_measurement_alone_is_kept(
+    runs: Runs, storage: Storage, started: tuple[str, int], measured: dict[str, Any]
+) -> None:
+    run_id, task_id = started
+    runs.ingest.update_task(worker(**measured), run_id, task_id, pairs(dd=2))
+    info = stored(storage, run_id)[1][0].worker_info  # type: ignore[attr-defined]
+    assert {k: info[k] for k in measured} == measured
+
+
+def test_an_update_for_a_finished_run_is_answered_from_storage(
+    runs: Runs, alice: User, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    runs.lifecycle.stop(alice, run_id)
+    expected = {"task_alive": False, "info": f"task {run_id}/{task_id} is not active"}
+    assert runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=1)) == expected
+    with pytest.raises(BadRequest, match=f"Invalid unique_key for task {run_id}/{task_id}"):
+        runs.ingest.update_task(worker(key="zzzz"), run_id, task_id, pairs(dd=1))
+    with pytest.raises(BadRequest, match=f"Invalid task_id 7 for run {run_id}"):
+        runs.ingest.update_task(worker(), run_id, 7, pairs(dd=1))
+
+
+def test_an_update_renews_the_lease(
+    runs: Runs, clock: Clock, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    clock.advance(LEASE_SECONDS - 10)
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=1))
+    clock.advance(LEASE_SECONDS - 10)
+    assert runs.scavenge() == 0
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=1))  # the same again: renews too
+    clock.advance(LEASE_SECONDS - 10)
+    assert runs.scavenge() == 0
+    clock.advance(20)
+    assert runs.scavenge() == 1
+
+
+SPSA = {"raw_params": "Alpha,100,0,200,10,0.0020", "A": 0.1, "alpha": 0.602, "gamma": 0.101}
+
+
+@pytest.fixture
+def spsa_started(runs: Runs, alice: User, root: User, repo_url: str) -> tuple[str, int]:
+    run_id = approved_run(runs, alice, root, repo_url, num_games=10000, spsa=SPSA)
+    return run_id, take_task(runs, alice, worker())["task_id"]
+
+
+def test_request_spsa_keeps_the_flips_and_counts_the_task_once(
+    runs: Runs, storage: Storage, spsa_started: tuple[str, int]
+) -> None:
+    run_id, task_id = spsa_started
+    before, _ = stored(storage, run_id)
+    assert runs.ingest.request_spsa(worker(), run_id, task_id)["task_alive"] is True
+    run, tasks = stored(storage, run_id)
+    assert tasks[0].spsa_params is not None  # type: ignore[attr-defined]
+    assert run == before
+
+
+def fail(runs: Runs, run_id: str, task_id: int) -> None:
+    runs.ingest.failed_task(worker(), run_id, task_id, "engine crashed")
+
+
+def stop_unauthorized(runs: Runs, run_id: str, task_id: int) -> None:
+    with pytest.raises(Unauthorized):
+        runs.ingest.stop_run(worker(), run_id, task_id, "bad bench", cpu_hours=0.0)
+
+
+def reclaim(runs: Runs, run_id: str, task_id: int) -> None:
+    assert deactivate(runs.context, run_id, task_id, "stale")
+
+
+def kill(runs: Runs, run_id: str, task_id: int) -> None:
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=2))
+    assert runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=1))["task_alive"] is False
+
+
+Retire = Callable[[Runs, str, int], None]
+
+
+@pytest.mark.parametrize("retire", [fail, stop_unauthorized, reclaim, kill])
+def test_a_task_taken_away_drops_its_spsa_flips(
+    runs: Runs, storage: Storage, spsa_started: tuple[str, int], retire: Retire
+) -> None:
+    run_id, task_id = spsa_started
+    runs.ingest.request_spsa(worker(), run_id, task_id)
+    retire(runs, run_id, task_id)
+    _, tasks = stored(storage, run_id)
+    assert (tasks[0].active, tasks[0].spsa_params) == (False, None)  # type: ignore[attr-defined]
+
+
+def test_request_spsa_for_a_task_no_longer_active(
+    runs: Runs, alice: User, spsa_started: tuple[str, int]
+) -> None:
+    run_id, task_id = spsa_started
+    expected = {"task_alive": False, "info": f"task {run_id}/{task_id} is not active"}
+    fail(runs, run_id, task_id)
+    assert runs.ingest.request_spsa(worker(), run_id, task_id) == expected
+    runs.lifecycle.stop(alice, run_id)  # then answered from storage
+    assert runs.ingest.request_spsa(worker(), run_id, task_id) == expected
+    assert runs.ingest.failed_task(worker(), run_id, task_id, "again") == expected
+    with pytest.raises(BadRequest, match=f"Invalid unique_key for task {run_id}/{task_id}"):
+        runs.ingest.request_spsa(worker(key="zzzz"), run_id, task_id)
+    with pytest.raises(BadRequest, match=f"Invalid task_id 9 for run {run_id}"):
+        runs.ingest.failed_task(worker(), run_id, 9, "again")
+
+
+def test_a_task_left_by_a_restarted_worker_is_logged_as_failed(
+    runs: Runs, alice: User, storage: Storage, started: tuple[str, int]
+) -> None:
+    """The scheduler takes it away (retire_task, with the default action) when the
+    same worker asks for a new task."""
+    run_id, task_id = started
+    take_task(runs, alice, worker())
+    assert logged(storage, run_id, "failed_task") == [
+        about(run_id, task_id, action="failed_task", message="Stale active task")
+    ]
+
+
+def test_a_decision_auto_purges_bad_tasks_and_the_run_goes_on(
+    runs: Runs, alice: User, root: User, repo_url: str, clock: Clock, storage: Storage
+) -> None:
+    """The first task crashed 4 times in its 4 games and was given up; the update
+    that plays the 8th game decides the run, which purges that task instead."""
+    run_id = approved_run(runs, alice, root, repo_url, num_games=8, auto_purge=True)
+    crashed = take_task(runs, alice, worker())["task_id"]
+    runs.ingest.update_task(worker(), run_id, crashed, with_faults(pairs(dd=1, wd=1), 4))
+    runs.ingest.failed_task(worker(), run_id, crashed, "crash")
+    other = worker(key="efgh")
+    task_id = take_task(runs, alice, other)["task_id"]
+    clock.advance(5)
+    assert runs.ingest.update_task(other, run_id, task_id, pairs(ww=2)) == {"task_alive": False}
+    run, tasks = stored(storage, run_id)
+    assert (run.wins, run.losses, run.draws, run.finished) == (4, 0, 0, False)  # type: ignore[attr-defined]
+    assert tasks[crashed].bad  # type: ignore[attr-defined]
+    assert logged(storage, run_id, "purge_run") == [
+        {
+            "time": T0 + 5,
+            "action": "purge_run",
+            "username": SYSTEM_USER,
+            "message": "auto-purged 1 task(s)",
+            "run_id": run_id,
+            "run": run_label(run_id, "patch"),
+        }
+    ]
+
+
+def test_every_contradiction_in_the_counts_is_named(runs: Runs, started: tuple[str, int]) -> None:
+    run_id, task_id = started
+    problems = [
+        "odd number of games (1): games are played in pairs",
+        "wins+losses+draws = 1 games but the pentanomial counts 0 pairs (0 games)",
+        "wins-losses = 1 but the pentanomial implies 2*WW+WD-LD-2*LL = 0",
+    ]
+    expected = "incompatible stats: " + "; ".join(problems)
+    with pytest.raises(BadRequest, match=f"^{re.escape(expected)}$"):
+        runs.ingest.update_task(worker(), run_id, task_id, Stats(1, 0, 0, 0, 0, [0, 0, 0, 0, 0]))
+
+
+def test_an_update_that_changes_only_the_crashes_is_stored(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=2))
+    runs.ingest.update_task(worker(), run_id, task_id, with_faults(pairs(dd=2), crashes=1))
+    runs.ingest.update_task(worker(), run_id, task_id, with_faults(pairs(dd=2), 1, 1))
+    task = stored(storage, run_id)[1][0]
+    assert (task.crashes, task.time_losses) == (1, 1)  # type: ignore[attr-defined]
+
+
+def test_the_same_pairs_counted_otherwise_are_no_repeat(
+    runs: Runs, started: tuple[str, int]
+) -> None:
+    """One DD/WL pair first sent as two draws, then as a win and a loss: the same
+    pentanomial, but fewer draws, which is no repetition but a count going down."""
+    run_id, task_id = started
+    runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=1))
+    reply = runs.ingest.update_task(
+        worker(), run_id, task_id, Stats(1, 1, 0, 0, 0, [0, 0, 1, 0, 0])
+    )
+    why = "incompatible stats: a cumulative count went down"
+    assert reply == {"task_alive": False, "error": f"{run_id}/{task_id}: {why}"}
+
+
+def test_the_first_task_id_past_the_last_is_a_bad_request(
+    runs: Runs, started: tuple[str, int]
+) -> None:
+    run_id, task_id = started
+    with pytest.raises(BadRequest, match=f"^Invalid task_id {task_id + 1} for run {run_id}$"):
+        runs.ingest.update_task(worker(), run_id, task_id + 1, pairs(dd=1))
+
+
+def test_a_normalized_sprt_is_computed_on_the_pentanomial(
+    runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
+) -> None:
+    run_id = approved_run(runs, alice, root, repo_url, sprt={"elo0": 0, "elo1": 2, "batch_size": 1})
+    before = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    task_id = take_task(runs, alice, worker())["task_id"]
+    stats = pairs(ld=1, dd=2, wd=3, ww=4)
+    runs.ingest.update_task(worker(), run_id, task_id, stats)
+    after = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    assert after["llr"] == pytest.approx(update_sprt(before, list(stats.pentanomial))["llr"])
+    assert after["llr"] != pytest.approx(update_sprt(before, [1, 8, 11])["llr"])
