@@ -8,11 +8,9 @@ skipped, unless ARBITER_TEST_REQUIRE_POSTGRES=1 (set by the test command), in
 which case they fail.
 """
 
-import asyncio
 import os
 import shutil
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,20 +35,6 @@ def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("ARBITER_") and not name.startswith("ARBITER_TEST_"):
             monkeypatch.delenv(name)
-
-
-@pytest.fixture(autouse=True)
-def _no_event_loop_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test must not leave this thread marked as running an event loop: every
-    later `asyncio.run` in the same worker process would then fail. In one full
-    run some test did (not found yet; 41 later tests failed): the marker is
-    cleared here and the test that left it is named in the JUnit report (a
-    warning would fail it: warnings are errors here)."""
-    yield
-    if asyncio._get_running_loop() is not None:
-        asyncio._set_running_loop(None)
-        request.node.user_properties.append(("left_event_loop_running", "yes"))
-        sys.stderr.write(f"{request.node.nodeid} left an event loop running\n")
 
 
 def postgres_admin_url() -> str | None:
