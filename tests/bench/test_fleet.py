@@ -4,7 +4,6 @@ acknowledged results must equal the server's run totals exactly, with no
 server error and no reply that is not JSON. The full benchmark is
 bench/fleet.py (docs/benchmarks.md)."""
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from bench import harness
 from bench.fleet import HEAVY_CONCURRENCIES, Options, Setup, arbiter_phase
 from bench.fleetsim import WORKER_CONCURRENCY, Cadence, Chaos, FleetConfig
+from tests import fresh_loop
 from tests.web.live_server import PASSWORD
 
 WORKERS = 150
@@ -48,7 +48,7 @@ def test_fleet_ledger_equals_server_totals(
     )
     setup = Setup(data, database_url, accounts, repo_url, runs=3, pin=False)
 
-    phase, fleet, problems, crashes = asyncio.run(arbiter_phase(setup, config, options))
+    phase, fleet, problems, crashes = fresh_loop.run(arbiter_phase(setup, config, options))
 
     assert (problems, phase.errors) == ([], {})
     assert crashes == []

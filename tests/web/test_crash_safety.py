@@ -7,7 +7,6 @@ acknowledged, or the one update in flight whose reply was lost; and the run's
 totals must equal the sum over its tasks (start-up recomputes and checks them).
 """
 
-import asyncio
 import signal
 import threading
 import time
@@ -28,6 +27,7 @@ from arbiter.storage.lease import ADVISORY_LOCK_KEY
 from arbiter.web import app as app_module
 from arbiter.web.app import create_app
 from bench import faults
+from tests import fresh_loop
 from tests.domain.runs.support import pairs
 from tests.storage.support import held_syncs
 from tests.web.api_support import (
@@ -252,7 +252,7 @@ def test_kill_9_loop_under_a_fleet_loses_and_doubles_nothing(
     args += ["--runs", "2", "--users", "2", "--no-pin"]
     if backend == "postgresql":
         args += ["--database-url", request.getfixturevalue("postgres_database_url")]
-    lines, failed = asyncio.run(faults.kill_loop(faults.parse_args(args)))
+    lines, failed = fresh_loop.run(faults.kill_loop(faults.parse_args(args)))
     assert failed == [], lines
     assert "equal the ledger exactly" in "\n".join(lines)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
+from tests import fresh_loop
 from tests.domain.repos.support import Tarpit
 from tests.web.live_server import (
     PASSWORD,
@@ -113,7 +114,7 @@ def test_submissions_on_a_tarpit_leave_the_server_answering(
     replies: list[httpx.Response] = []
     started = time.monotonic()
     thread = threading.Thread(
-        target=lambda: replies.extend(asyncio.run(submit_all(server, tokens, tarpit.url)))
+        target=lambda: replies.extend(fresh_loop.run(submit_all(server, tokens, tarpit.url)))
     )
     thread.start()
     deadline = time.monotonic() + 30

@@ -1,6 +1,5 @@
 """The pure ASGI middleware: HEAD, shutdown guard, secondary role, headers, body limit."""
 
-import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from arbiter.web.middleware import (
 )
 from arbiter.web.replies import plain_error_body
 from arbiter.web.settings import Settings
+from tests import fresh_loop
 from tests.web.api_support import PRIMARY_ONLY_WORKER_PATHS
 from tests.web.support import state
 
@@ -180,7 +180,7 @@ def call(
     async def run() -> None:
         await app(scope, receive, send)
 
-    asyncio.run(run())
+    fresh_loop.run(run())
     return sent
 
 

@@ -14,6 +14,7 @@ from arbiter.domain.runs.scheduler import TOO_BUSY
 from arbiter.protocol import WORKER_PATHS
 from arbiter.web import overload
 from arbiter.web.overload import LAG_LIMIT, SHED_HOLD, LoopLag
+from tests import fresh_loop
 from tests.web.api_support import api_with_users, post, worker_body
 
 
@@ -93,6 +94,6 @@ def test_the_monitor_sees_a_blocked_loop() -> None:
         await lag.stop()
         return lag
 
-    lag = asyncio.run(block_the_loop())
+    lag = fresh_loop.run(block_the_loop())
     assert lag.worst > LAG_LIMIT
     assert lag.shedding()

@@ -20,6 +20,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
+from tests import fresh_loop
 from tests.domain.runs.support import approved_run, hold_lock, make_user, submit, take_task, worker
 
 
@@ -385,7 +386,7 @@ def test_calls_from_an_event_loop_are_answered_on_it(
 
     # A loop of its own in a thread of its own: other suites leave one running here.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        replies = pool.submit(lambda: asyncio.run(ask_together())).result()
+        replies = pool.submit(lambda: fresh_loop.run(ask_together())).result()
     assert sorted(reply["task_id"] for reply in replies) == [0, 1, 2, 3]
 
 

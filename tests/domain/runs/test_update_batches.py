@@ -13,6 +13,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.domain.runs.update_batches import _UpdateCall
 from arbiter.protocol.messages import Stats, WorkerInfo
 from arbiter.storage import Storage
+from tests import fresh_loop
 from tests.domain.runs.support import approved_run, hold_lock, pairs, take_task, worker
 
 Held = tuple[str, WorkerInfo, int]  # a task: its run id, its worker, its id
@@ -157,7 +158,7 @@ def test_an_update_from_the_event_loop_is_answered_through_the_thread(
         updates = [ResultUpdate(info, run_id, task_id, pairs(dd=n)) for n in (1, 2, 3)]
         return list(await asyncio.gather(*map(runs.updates.update_task_async, updates)))
 
-    assert asyncio.run(send()) == [{"task_alive": True}] * 3
+    assert fresh_loop.run(send()) == [{"task_alive": True}] * 3
     assert stored_totals(storage, run_id) == (0, 0, 6, [0, 0, 3, 0, 0])
 
 
@@ -171,5 +172,5 @@ def test_inconsistent_counts_are_refused_before_they_are_queued(
         await runs.updates.update_task_async(ResultUpdate(info, run_id, task_id, broken))
 
     with pytest.raises(BadRequest, match="incompatible stats"):
-        asyncio.run(send())
+        fresh_loop.run(send())
     assert not runs.updates._thread.running
