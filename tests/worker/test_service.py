@@ -23,6 +23,7 @@ from tests.worker.e2e import (
     games,
     get_task,
     run_pgn_games,
+    tasks,
     wait_for,
 )
 
@@ -180,6 +181,19 @@ def status(data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, check=False)
 
 
+def acknowledged_games(printed: str) -> dict[int, int]:
+    """The last acknowledged game count the worker printed for each task it began."""
+    counts: dict[int, int] = {}
+    current = None
+    for line in printed.splitlines():
+        if (begun := re.search(r"task (\d+) of run \w+: \d+ games", line)) is not None:
+            current = int(begun[1])
+            counts[current] = 0
+        elif current is not None and (report := re.search(r"games (\d+)/\d+", line)):
+            counts[current] = int(report[1])
+    return counts
+
+
 def test_sigterm_during_a_game_loses_no_acknowledged_result(
     accounts: Accounts, sample_repo: SampleRepo, tmp_path: Path
 ) -> None:
@@ -203,19 +217,16 @@ def test_sigterm_during_a_game_loses_no_acknowledged_result(
             )
         try:
 
-            def playing() -> bool:
-                task = get_task(server, run_id, 0)
+            def playing() -> str | None:
+                """The status text once it shows a task whose first report the server has."""
                 shown = status(data_dir)
-                return (
-                    task is not None
-                    and games(task["stats"]) > 0
-                    and shown.returncode == 0
-                    and "games " in shown.stdout
-                )
+                found = re.search(r"now: playing task (\d+) of run", shown.stdout)
+                if shown.returncode != 0 or found is None or "games " not in shown.stdout:
+                    return None
+                task = get_task(server, run_id, int(found[1]))
+                return shown.stdout if task is not None and games(task["stats"]) > 0 else None
 
-            wait_for(playing, 90, "a first report and a status showing it")
-            shown = status(data_dir).stdout
-            assert "now: playing task 0 of run" in shown
+            shown = wait_for(playing, 90, "a first report and a status showing it")
             assert f"{server.url}/workers/alice-1cores-svc" in shown
             process.send_signal(signal.SIGTERM)  # what systemctl stop sends
             assert process.wait(120) == 0, output.read_text()
@@ -223,14 +234,16 @@ def test_sigterm_during_a_game_loses_no_acknowledged_result(
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        printed = output.read_text()
-        # Not a terminal: the status line is printed at each acknowledged report.
-        acknowledged = int(re.findall(r"games (\d+)/\d+", printed)[-1])
-        task = get_task(server, run_id, 0)
-        assert task is not None
-        assert not task["active"]
-        assert games(task["stats"]) == acknowledged > 0
-        assert len(run_pgn_games(server, run_id)) == acknowledged
+        # Tasks are 28 games here, so one may end, and the next begin, between the
+        # status read and the signal: every task is checked against what the
+        # worker printed for it (not a terminal: a status line per acknowledged report).
+        acknowledged = acknowledged_games(output.read_text())
+        played = {
+            task_id: games(task["stats"]) for task_id, task in enumerate(tasks(server, run_id))
+        }
+        assert played == acknowledged, output.read_text()
+        assert sum(played.values()) == len(run_pgn_games(server, run_id)) > 0
+        assert not any(task["active"] for task in tasks(server, run_id))
         messages = [a["message"] for a in actions(server, run_id, "failed_task")]
         assert any("SIGTERM" in message for message in messages), messages
         after = status(data_dir)
