@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 
 from arbiter.web.app import create_app
 from arbiter.web.settings import Settings
+from tests.web.api_support import api_with_users
 
 
 @pytest.fixture
@@ -28,3 +29,13 @@ def settings(tmp_path: Path, sqlite_database_url: str) -> Settings:
 def client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings), base_url="http://testserver") as test_client:
         yield test_client
+
+
+@pytest.fixture
+def lite(
+    tmp_path: Path, sqlite_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TestClient]:
+    """The worker API with alice and root, on SQLite only: for behaviour decided
+    before storage is read (refusals, overload)."""
+    with api_with_users(tmp_path, sqlite_database_url, monkeypatch) as client:
+        yield client

@@ -4,8 +4,6 @@ served as usual, and the shedding ends once the loop has caught up."""
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -15,7 +13,7 @@ from arbiter.protocol import WORKER_PATHS
 from arbiter.web import overload
 from arbiter.web.overload import LAG_LIMIT, SHED_HOLD, LoopLag
 from tests import fresh_loop
-from tests.web.api_support import api_with_users, post, worker_body
+from tests.web.api_support import post, worker_body
 
 
 class Clock:
@@ -24,14 +22,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def lite(
-    tmp_path: Path, sqlite_database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[TestClient]:
-    with api_with_users(tmp_path, sqlite_database_url, monkeypatch) as client:
-        yield client
 
 
 def lagging(client: TestClient) -> LoopLag:

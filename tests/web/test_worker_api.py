@@ -71,15 +71,6 @@ def api(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> I
         yield client
 
 
-@pytest.fixture
-def lite(
-    tmp_path: Path, sqlite_database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[TestClient]:
-    """The same on SQLite only: for refusals decided before storage is read."""
-    with api_with_users(tmp_path, sqlite_database_url, monkeypatch) as client:
-        yield client
-
-
 def start_task(client: TestClient, repo_url: str) -> tuple[str, int]:
     """An approved fixed-games run of alice's; her worker `abcd` holds task 0 (232 games)."""
     run_id = approved(client, repo_url, num_games=2000)

@@ -123,14 +123,16 @@ class ResultIngest:
         stats: Stats,
         spsa: SpsaResult | None = None,
     ) -> dict[str, Any]:
-        check_consistent(stats)
-        with self._context.locked(run_id) as state:
+        return self.update_alone(ResultUpdate(worker, run_id, task_id, stats, spsa))
+
+    def update_alone(self, update: ResultUpdate) -> dict[str, Any]:
+        """One update_task in a transaction of its own (update_task's body)."""
+        check_consistent(update.stats)
+        with self._context.locked(update.run_id) as state:
             if state is None:
-                return self._gone(worker, run_id, task_id)
+                return self._gone(update.worker, update.run_id, update.task_id)
             change = Change(state.run)
-            reply = self.apply_update(
-                state, change, ResultUpdate(worker, run_id, task_id, stats, spsa)
-            )
+            reply = self.apply_update(state, change, update)
             if change.saved or change.log:
                 self._context.commit(state, change)
             return reply

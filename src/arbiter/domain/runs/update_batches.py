@@ -82,7 +82,7 @@ class UpdateBatches:
             call.reply = reply
         for call in later:  # rare: served alone, in their own transactions
             try:
-                call.reply = self._ingest.update_task(**_arguments(call.update))
+                call.reply = self._ingest.update_alone(call.update)
             except Exception as error:
                 call.reply = error
 
@@ -124,16 +124,6 @@ class UpdateBatches:
         except Exception as error:
             return [(call, error) for call, _ in served]
         return served
-
-
-def _arguments(update: ResultUpdate) -> dict[str, Any]:
-    return {
-        "worker": update.worker,
-        "run_id": update.run_id,
-        "task_id": update.task_id,
-        "stats": update.stats,
-        "spsa": update.spsa,
-    }
 
 
 def _take_batch(queue: deque[_UpdateCall]) -> list[_UpdateCall]:
