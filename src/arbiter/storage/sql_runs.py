@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, Select, bindparam, delete, func, insert, select, update
 
 from arbiter.storage.base import FinishedRunFilter, TaskContribution
+from arbiter.storage.prepared import execute_many
 from arbiter.storage.records import RunRecord, TaskRecord
 from arbiter.storage.schema import runs, tasks
 
@@ -59,8 +60,7 @@ def _update_groups(
 
 
 # The hot writes (every result update and assignment) as constant statements: the
-# columns to set come from the parameters, so SQLAlchemy reuses one compiled form
-# instead of rebuilding and re-keying a `.values(...)` clause on every call.
+# columns to set come from the parameters, each set compiled once (storage/prepared.py).
 _INSERT_RUN = insert(runs)
 _UPDATE_RUN = update(runs).where(runs.c.id == bindparam("key_id"))
 _INSERT_TASK = insert(tasks)
@@ -93,7 +93,7 @@ class SqlRunStore:
 
     def save_many(self, runs: list[tuple[RunRecord, RunRecord | None]]) -> None:
         for rows in _update_groups(runs, ("id",)):
-            self._connection.execute(_UPDATE_RUN, rows)
+            execute_many(self._connection, _UPDATE_RUN, rows)
 
     def unfinished(self) -> list[RunRecord]:
         query = select(runs).where(runs.c.finished.is_(False)).order_by(runs.c.start_time)
@@ -156,8 +156,7 @@ class SqlTaskStore:
         self.add_many([task])
 
     def add_many(self, tasks: list[TaskRecord]) -> None:
-        if tasks:
-            self._connection.execute(_INSERT_TASK, [_values(task) for task in tasks])
+        execute_many(self._connection, _INSERT_TASK, [_values(task) for task in tasks])
 
     def get(self, run_id: str, task_id: int) -> TaskRecord | None:
         query = select(tasks).where(tasks.c.run_id == run_id, tasks.c.task_id == task_id)
@@ -169,7 +168,7 @@ class SqlTaskStore:
 
     def save_many(self, tasks: list[tuple[TaskRecord, TaskRecord | None]]) -> None:
         for rows in _update_groups(tasks, ("run_id", "task_id")):
-            self._connection.execute(_UPDATE_TASK, rows)
+            execute_many(self._connection, _UPDATE_TASK, rows)
 
     def for_run(self, run_id: str) -> list[TaskRecord]:
         query = select(tasks).where(tasks.c.run_id == run_id).order_by(tasks.c.task_id)

@@ -1,0 +1,98 @@
+"""Prepared hot writes: the rows they write are the rows Core's execute writes."""
+
+from typing import Any
+
+import pytest
+from sqlalchemy import bindparam, insert, select, update
+
+from arbiter.storage import Storage
+from arbiter.storage.prepared import execute_many, prepare
+from arbiter.storage.schema import runs, tasks
+from tests.domain.runs.support import run_record
+
+UPDATE_RUN = update(runs).where(runs.c.id == bindparam("key_id"))
+INSERT_TASK = insert(tasks)
+RUN_ID = "c" * 24
+
+
+def task_row(task_id: int, **changes: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "run_id": RUN_ID,
+        "task_id": task_id,
+        "num_games": 64,
+        "start": task_id * 64,
+        "active": True,
+        "bad": False,
+        "last_updated": 1.5,
+        "username": "alice",
+        "worker_name": "alice-8cores-abcd",
+        "unique_key": "abcd-ef",
+        "remote_addr": "127.0.0.1",
+        "worker_info": {"concurrency": 8, "nested": {"list": [1, 2.5, None, "é"]}},
+        "wins": 0,
+        "losses": 0,
+        "draws": 0,
+        "crashes": 0,
+        "time_losses": 0,
+        "pentanomial": [0, 0, 0, 0, 0],
+        "residual": None,
+        "spsa_params": None,
+    }
+    return {**row, **changes}
+
+
+def stored_tasks(storage: Storage) -> list[dict[str, Any]]:
+    with storage.read() as tx:
+        query = select(tasks).order_by(tasks.c.task_id)
+        return [dict(row._mapping) for row in tx.connection.execute(query)]
+
+
+def test_prepared_inserts_write_what_core_writes(storage: Storage) -> None:
+    with storage.write() as tx:
+        tx.runs.add(run_record(id=RUN_ID))
+        tx.connection.execute(INSERT_TASK, [task_row(0), task_row(1, active=False)])
+    by_core = stored_tasks(storage)
+    with storage.write() as tx:
+        tx.connection.execute(tasks.delete())
+        execute_many(tx.connection, INSERT_TASK, [task_row(0), task_row(1, active=False)])
+    assert stored_tasks(storage) == by_core
+    assert [row["active"] for row in by_core] == [True, False]  # booleans, not 1 and 0
+    assert by_core[0]["worker_info"]["nested"] == {"list": [1, 2.5, None, "é"]}
+
+
+def test_prepared_updates_set_only_the_given_columns_of_the_keyed_row(storage: Storage) -> None:
+    run = run_record(id="a" * 24, args={"sprt": {"llr": 0.0}})
+    other = run_record(id="b" * 24, args={"sprt": {"llr": 0.0}})
+    with storage.write() as tx:
+        tx.runs.add(run)
+        tx.runs.add(other)
+    rows = [{"key_id": run.id, "args": {"sprt": {"llr": 1.25}}, "finished": True, "wins": 7}]
+    with storage.write() as tx:
+        execute_many(tx.connection, UPDATE_RUN, rows)
+    with storage.read() as tx:
+        changed, untouched = tx.runs.get(run.id), tx.runs.get(other.id)
+    assert changed is not None
+    assert untouched is not None
+    assert (changed.args, changed.finished, changed.wins) == ({"sprt": {"llr": 1.25}}, True, 7)
+    assert changed.losses == run.losses
+    assert changed.username == run.username
+    assert untouched == other
+
+
+def test_a_statement_is_compiled_once_per_dialect_and_column_set(storage: Storage) -> None:
+    dialect = storage.engine.dialect
+    first = prepare(UPDATE_RUN, dialect, frozenset({"key_id", "wins"}))
+    assert prepare(UPDATE_RUN, dialect, frozenset({"key_id", "wins"})) is first
+    assert prepare(UPDATE_RUN, dialect, frozenset({"key_id", "losses"})) is not first
+    assert set(first.names) == {"key_id", "wins"}
+
+
+def test_a_row_without_the_statements_own_parameter_is_refused(storage: Storage) -> None:
+    with pytest.raises(ValueError, match="key_id"):
+        prepare(UPDATE_RUN, storage.engine.dialect, frozenset({"wins"}))
+
+
+def test_no_rows_execute_nothing(storage: Storage) -> None:
+    with storage.write() as tx:
+        execute_many(tx.connection, INSERT_TASK, [])
+    assert stored_tasks(storage) == []
