@@ -37,8 +37,14 @@ def record(run: RunRecord) -> RunRecord:
     games = run.wins + run.losses + run.draws
     stored = run.args.get(HISTORY_KEY) or {"step": FIRST_STEP, "points": []}
     step = int(stored["step"])
-    # A purge can take games away: forget what no longer stands.
-    kept = [p for p in stored["points"] if p[0] <= games]
+    # A purge can take games away: forget what no longer stands. Points are in
+    # the order of their games, so when the last one stands they all do (every
+    # result update passes here: the copy is the common case).
+    stored_points = stored["points"]
+    if not stored_points or stored_points[-1][0] <= games:
+        kept = list(stored_points)
+    else:
+        kept = [p for p in stored_points if p[0] <= games]
     latest = _point(run, games)
     # The last point follows the latest results until it is `step` games past
     # the one before it; then it stays and the next update starts a new one.
