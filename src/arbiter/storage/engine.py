@@ -40,7 +40,10 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 PG_CONNECT_TIMEOUT_SECONDS = 10
 # The drivers we ship, after normalize_url: anything else is refused at once.
 SUPPORTED_DRIVERS = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg")
-_BEGIN_OPTION = "arbiter_sqlite_begin"
+# Set while a writer opens its transaction: the begin hook then takes SQLite's
+# write lock at once (BEGIN IMMEDIATE). A flag, not an execution option: setting
+# an option on each write's connection cost more than the BEGIN itself.
+_beginning_write = threading.local()
 
 
 @dataclass(eq=False)
@@ -195,8 +198,16 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _begin_sqlite_transaction(connection: Connection) -> None:
-    mode = connection.get_execution_options().get(_BEGIN_OPTION, "DEFERRED")
-    connection.exec_driver_sql(f"BEGIN {mode}")
+    immediate = getattr(_beginning_write, "now", False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN DEFERRED")
+
+
+def _begin_write(connection: Connection) -> RootTransaction:
+    _beginning_write.now = True
+    try:
+        return connection.begin()
+    finally:
+        _beginning_write.now = False
 
 
 @contextmanager
@@ -212,8 +223,7 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
             _timed_commit(transaction)
         return
     with writers.lock, engine.connect() as connection:
-        connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
-        with connection.begin() as transaction:
+        with _begin_write(connection) as transaction:
             yield connection
             committing = time.perf_counter()
             transaction.commit()
