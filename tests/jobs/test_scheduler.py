@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from arbiter.jobs.scheduler import JOB_THREADS, Job, JobScheduler, jittered
+from arbiter.storage import StorageUnavailable
 from tests.jobs.support import wait_until
 
 FAST = 0.05
@@ -305,3 +306,22 @@ def test_queue_depth_counts_runs_waiting_for_a_job_thread(
     release.set()
     wait_until(lambda: not any(status.running for status in scheduler.status()))
     assert scheduler.queue_depth() == 0
+
+
+def test_an_unavailable_database_is_one_warning_line_not_a_traceback(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="arbiter.jobs")
+
+    def needs_the_database() -> None:
+        raise StorageUnavailable("connection refused")
+
+    scheduler = make_scheduler(job("reader", needs_the_database, delay=60))
+    status = scheduler.run_now("reader").result(timeout=10)
+    scheduler.stop()
+    assert status.failures == 1
+    assert status.last_error == "StorageUnavailable: connection refused"
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("job reader")]
+    assert record.levelno == logging.WARNING
+    assert record.exc_info is None
+    assert record.getMessage() == "job reader: database unavailable: connection refused"

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
+from arbiter.storage import StorageUnavailable
+
 log = logging.getLogger("arbiter.jobs")
 
 JOB_THREADS = 4
@@ -276,6 +278,11 @@ def _call(job: Job) -> str | None:
     """[job executor] Call the job's function; its error as text, or None."""
     try:
         result = job.function()
+    except StorageUnavailable as error:
+        # Expected while the database restarts: the job runs again at its next
+        # time. One line, as for a request (a traceback reads as a bug).
+        log.warning("job %s: database unavailable: %s", job.name, error)
+        return f"{type(error).__name__}: {error}"
     except Exception as error:
         log.exception("job %s failed", job.name)
         return f"{type(error).__name__}: {error}"
