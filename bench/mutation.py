@@ -87,6 +87,27 @@ TARGETS = {
         ("tests/domain/runs/test_ingest.py", "tests/domain/runs/test_spsa_steps.py"),
         "update_task, beat, failed_task: results counted once, refusals change nothing",
     ),
+    "update_batches": Target(
+        "src/arbiter/domain/runs/update_batches.py",
+        (
+            "tests/domain/runs/test_update_batches.py",
+            "tests/web/test_crash_safety.py::test_update_task_is_answered_only_once_its_commit_is_synced",
+        ),
+        "update_task calls batched into one transaction per batch; each answered only once"
+        " durable; a refused update answered alone; no lock awaited while others held",
+    ),
+    "call_batches": Target(
+        "src/arbiter/domain/runs/call_batches.py",
+        # The batch thread's two users: the scheduler (request_task) and the
+        # results thread (update_task).
+        (
+            "tests/domain/runs/test_call_batches.py",
+            "tests/domain/runs/test_scheduler.py",
+            "tests/domain/runs/test_update_batches.py",
+        ),
+        "the batch thread: every call answered exactly once, an error to its caller,"
+        " the thread ends when idle and comes back for a call",
+    ),
 }
 
 
