@@ -47,6 +47,11 @@ class Target:
     source: str
     tests: tuple[str, ...]
     guarantee: str
+    # Seconds a test may take before pytest-timeout fails it. For modules whose
+    # mutants can leave a caller waiting forever: such a mutant then fails its
+    # test at this limit (killed) instead of waiting for mutmut's timeout, which
+    # is 15 times the selection's whole duration (over a minute for these).
+    test_timeout: int | None = None
 
 
 TARGETS = {
@@ -87,6 +92,29 @@ TARGETS = {
         ("tests/domain/runs/test_ingest.py", "tests/domain/runs/test_spsa_steps.py"),
         "update_task, beat, failed_task: results counted once, refusals change nothing",
     ),
+    "update_batches": Target(
+        "src/arbiter/domain/runs/update_batches.py",
+        (
+            "tests/domain/runs/test_update_batches.py",
+            "tests/web/test_crash_safety.py::test_update_task_is_answered_only_once_its_commit_is_synced",
+        ),
+        "update_task calls batched into one transaction per batch; each answered only once"
+        " durable; a refused update answered alone; no lock awaited while others held",
+        test_timeout=15,
+    ),
+    "call_batches": Target(
+        "src/arbiter/domain/runs/call_batches.py",
+        # The batch thread's two users: the scheduler (request_task) and the
+        # results thread (update_task).
+        (
+            "tests/domain/runs/test_call_batches.py",
+            "tests/domain/runs/test_scheduler.py",
+            "tests/domain/runs/test_update_batches.py",
+        ),
+        "the batch thread: every call answered exactly once, an error to its caller,"
+        " the thread ends when idle and comes back for a call",
+        test_timeout=15,
+    ),
 }
 
 
@@ -113,7 +141,8 @@ class Outcome:
 def mutmut_config(target: Target, jobs: int) -> str:
     """The [tool.mutmut] table for one module: mutate only it, run only its tests."""
     selection = json.dumps(list(target.tests))
-    pytest_args = json.dumps(["-p", "no:cacheprovider", "-n", "0"])
+    limit = [] if target.test_timeout is None else ["--timeout", str(target.test_timeout)]
+    pytest_args = json.dumps(["-p", "no:cacheprovider", "-n", "0", *limit])
     return (
         "\n[tool.mutmut]\n"
         'source_paths = ["src"]\n'
@@ -192,7 +221,12 @@ def report(outcome: Outcome, jobs: int) -> str:
     counts = ", ".join(f"{status} {n}" for status, n in sorted(outcome.counts.items()))
     lines = [
         f"- Module: `{target.source}` ({target.guarantee}).",
-        f"- Tests run against each mutant (SQLite only): {', '.join(map(code, target.tests))}.",
+        f"- Tests run against each mutant (SQLite only): {', '.join(map(code, target.tests))}"
+        + (
+            "."
+            if target.test_timeout is None
+            else f"; a test still running after {target.test_timeout} s fails (pytest-timeout)."
+        ),
         f"- Mutants: {outcome.mutants} ({counts}); killed {outcome.killed_share:.0%}"
         f" (timeouts included) of those with tests (goal {GOAL:.0%});"
         f" {outcome.seconds:.0f} s with {jobs} process(es).",

@@ -266,6 +266,23 @@ def test_results_keep_the_workers_latest_measurements(
     }
 
 
+def test_unchanged_measurements_keep_the_tasks_worker_info_object(
+    runs: Runs, started: tuple[str, int]
+) -> None:
+    """The same speed and CPU features: the task keeps its very worker_info, so
+    the update does not rewrite that column (storage sends only the fields that
+    are not the stored row's objects; issue 19)."""
+    run_id, task_id = started
+    state = runs.context.registry.get(run_id)
+    assert state is not None
+    before = state.tasks[task_id].worker_info
+    assert runs.ingest.update_task(worker(), run_id, task_id, pairs(dd=2))["task_alive"]
+    state = runs.context.registry.get(run_id)
+    assert state is not None
+    assert state.tasks[task_id].wins + state.tasks[task_id].draws == 4
+    assert state.tasks[task_id].worker_info is before
+
+
 # --- what each call writes to the audit log (issue 21: mutation testing) ---
 
 WORKER_NAME = "alice-4cores-abcd-1234"  # the long name of worker() (4 cores, key abcd-1234-...)

@@ -4,7 +4,6 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -21,7 +20,15 @@ from arbiter.protocol.messages import WorkerInfo
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from tests import fresh_loop
-from tests.domain.runs.support import approved_run, hold_lock, make_user, submit, take_task, worker
+from tests.domain.runs.support import (
+    approved_run,
+    hold_lock,
+    make_user,
+    submit,
+    take_task,
+    wait_until,
+    worker,
+)
 
 
 def test_no_runs_means_no_task(runs: Runs, alice: User) -> None:
@@ -277,13 +284,6 @@ def decided_together(
         for caller in callers:
             caller.join(10)
     return replies
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.005)
 
 
 def test_a_batch_hands_out_distinct_tasks_with_consecutive_openings(

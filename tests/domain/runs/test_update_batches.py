@@ -5,16 +5,27 @@ import asyncio
 import threading
 
 import pytest
+from sqlalchemy import Connection, Engine, event
 
 from arbiter.domain.accounts import User
+from arbiter.domain.actions import Actions
 from arbiter.domain.errors import BadRequest
-from arbiter.domain.runs.ingest import ResultUpdate
+from arbiter.domain.runs import update_batches
+from arbiter.domain.runs.ingest import ResultUpdate, not_active
 from arbiter.domain.runs.service import Runs
-from arbiter.domain.runs.update_batches import _UpdateCall
+from arbiter.domain.runs.update_batches import UpdateBatches, _UpdateCall
 from arbiter.protocol.messages import Stats, WorkerInfo
 from arbiter.storage import Storage
+from arbiter.storage.base import ActionFilter
 from tests import fresh_loop
-from tests.domain.runs.support import approved_run, hold_lock, pairs, take_task, worker
+from tests.domain.runs.support import (
+    approved_run,
+    hold_lock,
+    pairs,
+    take_task,
+    wait_until,
+    worker,
+)
 
 Held = tuple[str, WorkerInfo, int]  # a task: its run id, its worker, its id
 
@@ -128,25 +139,115 @@ def test_going_backwards_in_a_batch_kills_only_that_task(
 def test_a_run_busy_elsewhere_is_served_after_the_batch(
     runs: Runs, storage: Storage, two_runs: list[Held]
 ) -> None:
-    """No lock is awaited while the batch holds others: the busy run's update
-    waits for its lock alone, once the batch is committed."""
+    """No lock is awaited while the batch holds others: the other runs' updates
+    are committed while the busy run's lock is still held elsewhere, and the
+    busy run's update then waits for its lock alone."""
     (run_a, info_a, task_a), (run_b, info_b, task_b) = two_runs[0], two_runs[-1]
     assert run_a != run_b
     state_b = runs.context.registry.get(run_b)
     assert state_b is not None
     holder, release = hold_lock(state_b.lock)
-    threading.Timer(0.2, release.set).start()
+    replies: list[object] = []
+    updates = [
+        ResultUpdate(info_b, run_b, task_b, pairs(ww=1)),  # first: its lock is busy
+        ResultUpdate(info_a, run_a, task_a, pairs(ll=1)),
+    ]
+    server = threading.Thread(target=lambda: replies.extend(serve(runs, updates)))
+    server.start()
+    try:
+        wait_until(lambda: stored_totals(storage, run_a)[1] == 2, timeout=5)
+        assert not replies, "answered before the busy run's update was served"
+    finally:
+        release.set()
+        holder.join()
+        server.join(10)
+    assert replies == [{"task_alive": True}] * 2
+    assert stored_totals(storage, run_b)[0] == 2
+
+
+def test_a_batch_of_several_runs_is_one_transaction(
+    runs: Runs, engine: Engine, two_runs: list[Held]
+) -> None:
+    updates = [
+        ResultUpdate(info, run_id, task_id, pairs(dd=1)) for run_id, info, task_id in two_runs
+    ]
+    commits: list[Connection] = []
+
+    def count(connection: Connection) -> None:
+        commits.append(connection)
+
+    event.listen(engine, "commit", count)
+    try:
+        replies = serve(runs, updates)
+    finally:
+        event.remove(engine, "commit", count)
+    assert replies == [{"task_alive": True}] * len(updates)
+    assert len(commits) == 1
+
+
+def test_a_refused_update_keeps_what_the_updates_before_it_logged(
+    runs: Runs, storage: Storage, two_runs: list[Held]
+) -> None:
+    """A refused update takes back only what it changed: the failed_task that an
+    earlier update of the batch logged is still committed."""
+    run_id, info, task_id = two_runs[0]
     replies = serve(
         runs,
         [
-            ResultUpdate(info_b, run_b, task_b, pairs(ww=1)),
-            ResultUpdate(info_a, run_a, task_a, pairs(ll=1)),
+            ResultUpdate(info, run_id, task_id, pairs(dd=3)),
+            ResultUpdate(info, run_id, task_id, pairs(dd=2)),  # went down: killed, logged
+            ResultUpdate(worker(key="stranger"), run_id, task_id, pairs(ww=1)),  # 400
         ],
     )
-    holder.join()
-    assert replies == [{"task_alive": True}] * 2
-    assert stored_totals(storage, run_a)[1] == 2
-    assert stored_totals(storage, run_b)[0] == 2
+    assert isinstance(replies[2], BadRequest)
+    failed = Actions(storage).list(ActionFilter(run_id=run_id, action="failed_task"))
+    assert [entry["task_id"] for entry in failed] == [task_id]
+    assert stored_totals(storage, run_id) == (0, 0, 6, [0, 0, 3, 0, 0])
+
+
+def test_updates_of_runs_not_live_are_answered_alone_beside_the_batch(
+    runs: Runs, alice: User, two_runs: list[Held]
+) -> None:
+    """A finished run, or none: served the unbatched way, after the batch; an
+    error there is that update's answer only."""
+    run_id, info, task_id = two_runs[0]
+    live_run, live_info, live_task = two_runs[-1]
+    runs.lifecycle.stop(alice, run_id)
+    replies = serve(
+        runs,
+        [
+            ResultUpdate(info, run_id, task_id, pairs(dd=1)),
+            ResultUpdate(info, "0" * 24, 0, pairs(dd=1)),
+            ResultUpdate(live_info, live_run, live_task, pairs(dd=1)),
+        ],
+    )
+    assert replies[0] == not_active(run_id, task_id)
+    assert isinstance(replies[1], BadRequest)
+    assert "Invalid run_id" in str(replies[1])
+    assert replies[2] == {"task_alive": True}
+
+
+def test_the_results_thread_is_named_and_ends_when_idle(
+    runs: Runs, two_runs: list[Held], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Named for thread dumps and profiles; it ends after IDLE_SECONDS without an
+    update."""
+    monkeypatch.setattr(update_batches, "IDLE_SECONDS", 0.2)
+    batches = UpdateBatches(runs.ingest, runs.context)
+    run_id, info, task_id = two_runs[0]
+    names: list[str] = []
+
+    async def send() -> dict[str, object]:
+        sent = asyncio.ensure_future(
+            batches.update_task_async(ResultUpdate(info, run_id, task_id, pairs(dd=1)))
+        )
+        await asyncio.sleep(0)  # queued: the thread has started
+        names.extend(thread.name for thread in threading.enumerate())
+        return await sent
+
+    assert fresh_loop.run(send()) == {"task_alive": True}
+    assert "arbiter-results" in names
+    wait_until(lambda: not batches._thread.running, timeout=5)
 
 
 def test_an_update_from_the_event_loop_is_answered_through_the_thread(

@@ -1,0 +1,229 @@
+"""The batch thread that the scheduler and the results thread share: every call
+answered exactly once, with its own reply or error, on its event loop or in its
+thread; the thread ends when idle and a call starts it again."""
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from arbiter.domain.runs.call_batches import BatchThread, QueuedCall
+from tests import fresh_loop
+from tests.domain.runs.support import wait_until
+
+PATIENCE = 5.0  # s: how long a test waits for an answer before it fails
+
+
+@dataclass(eq=False)
+class Echo(QueuedCall):
+    """A call whose reply names it; `fail` makes its reply an error."""
+
+    number: int
+    fail: bool = False
+
+
+def take_all(queue: deque[Echo]) -> list[Echo]:
+    return [queue.popleft() for _ in range(len(queue))]
+
+
+class Server:
+    """A `serve` for BatchThread that records its batches; while `gate` is clear
+    it waits (so that calls queue up behind the batch it holds). With `bug`, it
+    answers the first call of a batch, then raises."""
+
+    def __init__(self, *, bug: bool = False) -> None:
+        self.bug = bug
+        self.batches: list[list[int]] = []
+        self.served = 0
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def __call__(self, calls: list[Echo]) -> None:
+        self.batches.append([call.number for call in calls])
+        assert self.gate.wait(PATIENCE)
+        for call in calls:
+            self.served += 1
+            call.reply = ValueError(f"call {call.number}") if call.fail else {"n": call.number}
+            if self.bug:
+                raise RuntimeError("a bug")
+
+
+def batch_thread(
+    server: Server, idle: float = 0.05, name: str = "test-batches"
+) -> BatchThread[Echo]:
+    return BatchThread(name, server, take_all, idle)
+
+
+def hold(batches: BatchThread[Echo], server: Server) -> Callable[[], Any]:
+    """Keep the thread busy with a first call (number 0), so that the next calls
+    queue up and form one batch once `server.gate` is set."""
+    server.gate.clear()
+    held = blocking_in_thread(batches, 0)
+    wait_until(lambda: server.batches[-1:] == [[0]], timeout=PATIENCE)
+    return held
+
+
+def in_thread(function: Callable[[], Any]) -> Callable[[], Any]:
+    """Call `function` in a thread of its own; the returned function waits for
+    its result (or raises its error) and fails if it takes too long."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except Exception as error:  # handed to the waiting test
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+
+    def result() -> Any:
+        thread.join(PATIENCE)
+        assert not thread.is_alive(), "never answered"
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    return result
+
+
+def blocking_in_thread(batches: BatchThread[Echo], number: int) -> Callable[[], Any]:
+    """`call_blocking` of call `number` in a thread of its own (see `in_thread`)."""
+    return in_thread(lambda: batches.call_blocking(Echo(number=number)))
+
+
+def test_calls_waiting_together_are_served_as_one_batch_each_with_its_reply() -> None:
+    server = Server()
+    batches = batch_thread(server)
+    first = hold(batches, server)
+    waiting = [blocking_in_thread(batches, n) for n in (1, 2, 3)]
+    wait_until(lambda: batches.queued == 3)
+    server.gate.set()
+    assert first() == {"n": 0}
+    assert [result() for result in waiting] == [{"n": 1}, {"n": 2}, {"n": 3}]
+    assert server.batches[0] == [0]
+    assert sorted(server.batches[1]) == [1, 2, 3]
+    assert len(server.batches) == 2
+    assert server.served == 4
+    assert batches.queued == 0
+
+
+def test_calls_from_an_event_loop_are_answered_on_it() -> None:
+    batches = batch_thread(Server())
+
+    async def ask() -> list[dict[str, Any]]:
+        calls = [batches.call_async(Echo(number=n)) for n in range(4)]
+        return await asyncio.wait_for(asyncio.gather(*calls), PATIENCE)
+
+    assert fresh_loop.run(ask()) == [{"n": n} for n in range(4)]
+
+
+def test_an_error_is_raised_to_its_caller_only() -> None:
+    batches = batch_thread(Server())
+    with pytest.raises(ValueError, match="call 1"):
+        in_thread(lambda: batches.call_blocking(Echo(number=1, fail=True)))()
+    assert blocking_in_thread(batches, 2)() == {"n": 2}
+
+    async def ask() -> list[dict[str, Any] | BaseException]:
+        calls = [batches.call_async(Echo(number=n, fail=n == 4)) for n in (3, 4, 5)]
+        gathered = asyncio.gather(*calls, return_exceptions=True)
+        return await asyncio.wait_for(gathered, PATIENCE)
+
+    first, failed, last = fresh_loop.run(ask())
+    assert (first, last) == ({"n": 3}, {"n": 5})
+    assert isinstance(failed, ValueError)
+    assert str(failed) == "call 4"
+
+
+def test_a_serve_that_raises_answers_every_call_it_left_unanswered() -> None:
+    """A bug in `serve` must not leave anybody waiting: the call it answered
+    keeps its reply, the others get its error, and the thread goes on serving."""
+    server = Server(bug=True)
+    batches = batch_thread(server)
+    held = hold(batches, server)
+
+    async def ask() -> list[dict[str, Any] | BaseException]:
+        calls = [asyncio.ensure_future(batches.call_async(Echo(number=n))) for n in (1, 2, 3)]
+        await asyncio.to_thread(wait_until, lambda: batches.queued == 3)
+        server.gate.set()
+        gathered = asyncio.gather(*calls, return_exceptions=True)
+        return await asyncio.wait_for(gathered, PATIENCE)
+
+    first, *others = fresh_loop.run(ask())
+    assert held() == {"n": 0}
+    assert first == {"n": 1}
+    assert [str(error) for error in others] == ["a bug", "a bug"]
+    assert all(isinstance(error, RuntimeError) for error in others)
+    assert sorted(server.batches[1]) == [1, 2, 3]
+    assert blocking_in_thread(batches, 4)() == {"n": 4}
+
+
+def test_the_thread_is_a_named_daemon_that_ends_when_idle_and_comes_back() -> None:
+    batches = batch_thread(Server(), idle=0.5, name="test-batches-idle")
+    assert (batches.running, batches.queued) == (False, 0)
+    # From this (non-daemon) thread: the batch thread must not inherit that.
+    assert batches.call_blocking(Echo(number=1)) == {"n": 1}
+    assert batches.running  # idle, not yet ended
+    found = [thread for thread in threading.enumerate() if thread.name == "test-batches-idle"]
+    assert len(found) == 1
+    assert found[0].daemon  # it never keeps the process from exiting
+    wait_until(lambda: not batches.running, timeout=PATIENCE)
+    found[0].join(PATIENCE)
+    assert not found[0].is_alive()
+    assert blocking_in_thread(batches, 2)() == {"n": 2}
+    assert batches.running
+
+
+def test_a_call_no_thread_can_serve_is_undone_and_not_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    undone: list[int] = []
+    batches = BatchThread(
+        "test-batches", Server(), take_all, 0.05, not_queued=lambda c: undone.append(c.number)
+    )
+
+    def refuse(thread: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        batches.submit(Echo(number=1))
+    monkeypatch.undo()
+    assert undone == [1]
+    assert (batches.queued, batches.running) == (0, False)
+    assert blocking_in_thread(batches, 2)() == {"n": 2}
+    assert undone == [1]
+
+
+def test_a_caller_gone_from_its_loop_does_not_stop_the_others_being_answered() -> None:
+    """A future already cancelled (its caller gave up) or on a closed loop is
+    skipped; the other calls of the batch, on that loop and elsewhere, get their
+    replies."""
+    server = Server()
+    batches = batch_thread(server)
+    closed = asyncio.new_event_loop()
+    orphan = Echo(number=0, loop=closed, future=closed.create_future())
+    closed.close()
+
+    async def ask() -> list[dict[str, Any]]:
+        server.gate.clear()
+        batches.submit(orphan)
+        await asyncio.to_thread(wait_until, lambda: server.batches == [[0]])
+        loop = asyncio.get_running_loop()
+        cancelled = Echo(number=1, loop=loop, future=loop.create_future())
+        batches.submit(cancelled)
+        assert cancelled.future is not None
+        cancelled.future.cancel()
+        calls = [asyncio.ensure_future(batches.call_async(Echo(number=n))) for n in (2, 3)]
+        blocking = blocking_in_thread(batches, 4)
+        await asyncio.to_thread(wait_until, lambda: batches.queued == 4)
+        server.gate.set()
+        replies = list(await asyncio.wait_for(asyncio.gather(*calls), PATIENCE))
+        return [*replies, await asyncio.to_thread(blocking)]
+
+    assert fresh_loop.run(ask()) == [{"n": 2}, {"n": 3}, {"n": 4}]
+    assert sorted(server.batches[1]) == [1, 2, 3, 4]
