@@ -53,6 +53,10 @@ def long_fuzz(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     return lines, [] if done.returncode == 0 else [done.stdout[-3000:]]
 
 
+def _closed(connection: Connection) -> bool:
+    return connection.reader.at_eof() or connection.writer.is_closing()
+
+
 async def slow_client(port: int, stop_at: float, counts: dict[str, int]) -> None:
     """Headers one line a second, never the blank line that ends them."""
     while clock() < stop_at:
@@ -66,14 +70,14 @@ async def slow_client(port: int, stop_at: float, counts: dict[str, int]) -> None
         try:
             connection.send(b"POST /api/beat HTTP/1.1\r\nhost: 127.0.0.1\r\n")
             line = 0
-            while clock() < stop_at and not connection.reader.at_eof():
+            while clock() < stop_at and not _closed(connection):
                 await asyncio.sleep(1.0)
                 line += 1
                 connection.send(f"x-slow-{line}: {'a' * 20}\r\n".encode())
                 await connection.writer.drain()
-            if connection.reader.at_eof():
+            if _closed(connection):
                 counts["closed by server"] += 1
-        except ConnectionError:
+        except (ConnectionError, RuntimeError):  # uvloop: RuntimeError on a closed transport
             counts["closed by server"] += 1
         finally:
             connection.close()
