@@ -7,6 +7,7 @@ from sqlalchemy import bindparam, insert, select, update
 
 from arbiter.storage import Storage
 from arbiter.storage.prepared import execute_many, prepare
+from arbiter.storage.records import no_results
 from arbiter.storage.schema import runs, tasks
 from tests.domain.runs.support import run_record
 
@@ -29,12 +30,7 @@ def task_row(task_id: int, **changes: Any) -> dict[str, Any]:
         "unique_key": "abcd-ef",
         "remote_addr": "127.0.0.1",
         "worker_info": {"concurrency": 8, "nested": {"list": [1, 2.5, None, "é"]}},
-        "wins": 0,
-        "losses": 0,
-        "draws": 0,
-        "crashes": 0,
-        "time_losses": 0,
-        "pentanomial": [0, 0, 0, 0, 0],
+        **no_results(),
         "residual": None,
         "spsa_params": None,
     }
