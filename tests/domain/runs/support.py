@@ -1,8 +1,6 @@
 """Helpers for runs tests: workers, results, submissions."""
 
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -149,11 +147,3 @@ def hold_lock(state_lock: Any) -> tuple[threading.Thread, threading.Event]:
     thread.start()
     assert held.wait(10)
     return thread, release
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll `condition` until it holds; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.005)

@@ -13,7 +13,7 @@ import pytest
 
 from arbiter.domain.runs.call_batches import BatchThread, QueuedCall
 from tests import fresh_loop
-from tests.domain.runs.support import wait_until
+from tests.jobs.support import wait_until
 
 PATIENCE = 5.0  # s: how long a test waits for an answer before it fails
 

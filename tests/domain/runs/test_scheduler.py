@@ -26,9 +26,9 @@ from tests.domain.runs.support import (
     make_user,
     submit,
     take_task,
-    wait_until,
     worker,
 )
+from tests.jobs.support import wait_until
 
 
 def test_no_runs_means_no_task(runs: Runs, alice: User) -> None:

@@ -23,9 +23,9 @@ from tests.domain.runs.support import (
     hold_lock,
     pairs,
     take_task,
-    wait_until,
     worker,
 )
+from tests.jobs.support import wait_until
 
 Held = tuple[str, WorkerInfo, int]  # a task: its run id, its worker, its id
 
