@@ -4,6 +4,7 @@ thread; the thread ends when idle and a call starts it again."""
 
 import asyncio
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -227,3 +228,30 @@ def test_a_caller_gone_from_its_loop_does_not_stop_the_others_being_answered() -
 
     assert fresh_loop.run(ask()) == [{"n": 2}, {"n": 3}, {"n": 4}]
     assert sorted(server.batches[1]) == [1, 2, 3, 4]
+
+
+def test_a_fast_stream_of_calls_is_gathered_into_few_batches() -> None:
+    """About 200 calls a second with a 0.1 s gathering time: about 20 calls are
+    expected meanwhile, so the thread lets the queue fill before each batch."""
+    server = Server()
+    batches = BatchThread("test-batches", server, take_all, 1.0, gather_seconds=0.1)
+    calls = [Echo(number=n) for n in range(300)]
+    for call in calls:
+        batches.submit(call)
+        time.sleep(0.005)
+    assert all(call.done.wait(PATIENCE) for call in calls)
+    assert [call.reply for call in calls] == [{"n": n} for n in range(300)]
+    assert len(server.batches) <= 300 / 4, server.batches
+
+
+def test_calls_that_come_alone_are_not_kept_waiting_to_be_gathered() -> None:
+    """One call a second with a 0.3 s gathering time: less than half a call is
+    expected meanwhile, so each is served at once, not 0.3 s later."""
+    server = Server()
+    batches = BatchThread("test-batches", server, take_all, 5.0, gather_seconds=0.3)
+    for number in range(3):
+        started = time.monotonic()
+        assert blocking_in_thread(batches, number)() == {"n": number}
+        assert time.monotonic() - started < 0.25
+        time.sleep(1.0)
+    assert server.batches == [[0], [1], [2]]

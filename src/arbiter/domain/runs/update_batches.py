@@ -31,6 +31,10 @@ from arbiter.telemetry import UPDATE_BATCH_SIZE
 
 BATCH_MAX = 256  # updates committed together at most
 IDLE_SECONDS = 2.0  # the batch thread ends after this long without an update
+# Under load an update may wait this long for others to share its transaction
+# and fsync (call_batches.py): a few ms on a call a worker makes once a minute
+# or so, for 8% less CPU per request in issue 19's heavy fleet at x4.
+GATHER_SECONDS = 0.005
 
 
 @dataclass(eq=False)
@@ -52,7 +56,7 @@ class UpdateBatches:
         self._ingest = ingest
         self._context = context
         self._thread: BatchThread[_UpdateCall] = BatchThread(
-            "arbiter-results", self._serve, _take_batch, IDLE_SECONDS
+            "arbiter-results", self._serve, _take_batch, IDLE_SECONDS, gather_seconds=GATHER_SECONDS
         )
 
     async def update_task_async(self, update: ResultUpdate) -> dict[str, Any]:
