@@ -235,11 +235,11 @@ def test_a_fast_stream_of_calls_is_gathered_into_few_batches() -> None:
     expected meanwhile, so the thread lets the queue fill before each batch."""
     server = Server()
     batches = BatchThread("test-batches", server, take_all, 1.0, gather_seconds=0.1)
-    calls = [Echo(number=n) for n in range(300)]
+    calls = [Echo(number=n, done=threading.Event()) for n in range(300)]
     for call in calls:
         batches.submit(call)
         time.sleep(0.005)
-    assert all(call.done.wait(PATIENCE) for call in calls)
+    assert all(call.done is not None and call.done.wait(PATIENCE) for call in calls)
     assert [call.reply for call in calls] == [{"n": n} for n in range(300)]
     assert len(server.batches) <= 300 / 4, server.batches
 

@@ -32,11 +32,13 @@ from typing import Any, Generic, TypeVar
 @dataclass(eq=False)
 class QueuedCall:
     """What every queued call carries to be answered: through an asyncio future on
-    its event loop, or by setting `done`. `serve` sets `reply` (or an exception)."""
+    its event loop, or by setting `done` (made only for a caller that blocks: an
+    Event is a lock and a condition, a cost each call on the loop would pay for
+    nothing). `serve` sets `reply` (or an exception)."""
 
     loop: asyncio.AbstractEventLoop | None = field(default=None, kw_only=True)
     future: "asyncio.Future[dict[str, Any]] | None" = field(default=None, kw_only=True)
-    done: threading.Event = field(default_factory=threading.Event, kw_only=True)
+    done: threading.Event | None = field(default=None, kw_only=True)
     reply: dict[str, Any] | Exception | None = field(default=None, kw_only=True)
 
 
@@ -95,8 +97,9 @@ class BatchThread(Generic[CallT]):
 
     def call_blocking(self, call: CallT) -> dict[str, Any]:
         """Queue `call` and block this (non-event-loop) thread until it is answered."""
+        call.done = done = threading.Event()
         self.submit(call)
-        call.done.wait()
+        done.wait()
         if isinstance(call.reply, Exception):
             raise call.reply
         assert call.reply is not None
@@ -168,7 +171,8 @@ def answer(calls: "Sequence[QueuedCall]") -> None:
     by_loop: dict[asyncio.AbstractEventLoop, list[QueuedCall]] = {}
     for call in calls:
         if call.loop is None:
-            call.done.set()
+            if call.done is not None:
+                call.done.set()
         else:
             by_loop.setdefault(call.loop, []).append(call)
     for loop, waiting in by_loop.items():
