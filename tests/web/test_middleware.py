@@ -1,12 +1,11 @@
 """The pure ASGI middleware: HEAD, shutdown guard, secondary role, headers, body limit."""
 
-import json
 import time
 from collections.abc import Iterator
 
 import pytest
 from starlette.testclient import TestClient
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arbiter.protocol import WORKER_PATHS
 from arbiter.web.app import create_app
@@ -22,10 +21,16 @@ from arbiter.web.middleware import (
     is_head_request,
     request_started_at,
 )
-from arbiter.web.replies import plain_error_body
 from arbiter.web.settings import Settings
-from tests import fresh_loop
 from tests.web.api_support import PRIMARY_ONLY_WORKER_PATHS
+from tests.web.asgi_support import (
+    assert_json_error,
+    assert_page_error,
+    call,
+    early_app,
+    echo_app,
+    stream_app,
+)
 from tests.web.support import state
 
 
@@ -113,105 +118,6 @@ def test_streamed_oversized_body_is_refused(client: TestClient, path: str) -> No
 # The replies above go through the whole app; these pin down the messages each
 # middleware sends, which a test client would hide (a HEAD's body parts, a
 # second response start).
-
-Sent = list[Message]
-
-
-def stream_app(seen: list[Scope]) -> ASGIApp:
-    """An inner app that records its scope and answers in two body parts."""
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        seen.append(dict(scope))
-        start = {"type": "http.response.start", "status": 200, "headers": [(b"x-inner", b"1")]}
-        await send(start)
-        await send({"type": "http.response.body", "body": b"one", "more_body": True})
-        await send({"type": "http.response.body", "body": b"two", "more_body": False})
-
-    return app
-
-
-async def read_all(receive: Receive) -> bytes:
-    body = b""
-    while True:
-        message = await receive()
-        chunk: bytes = message.get("body", b"")
-        body += chunk
-        if not message.get("more_body"):
-            return body
-
-
-async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
-    """Reads the whole body, then answers its length."""
-    body = await read_all(receive)
-    await send({"type": "http.response.start", "status": 200, "headers": []})
-    await send({"type": "http.response.body", "body": str(len(body)).encode()})
-
-
-async def early_app(scope: Scope, receive: Receive, send: Send) -> None:
-    """Starts its reply before it reads the body."""
-    await send({"type": "http.response.start", "status": 200, "headers": []})
-    await read_all(receive)
-    await send({"type": "http.response.body", "body": b"late"})
-
-
-def call(
-    app: ASGIApp,
-    path: str = "/page",
-    *,
-    method: str = "GET",
-    kind: str = "http",
-    headers: tuple[tuple[bytes, bytes], ...] = (),
-    chunks: tuple[bytes, ...] = (b"",),
-) -> Sent:
-    """The messages `app` sends for one request whose body arrives in `chunks`."""
-    scope: Scope = {"type": kind, "method": method, "path": path, "headers": list(headers)}
-    parts: list[Message] = [
-        {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
-        for i, chunk in enumerate(chunks)
-    ]
-    sent: Sent = []
-
-    async def receive() -> Message:
-        return parts.pop(0)
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    async def run() -> None:
-        await app(scope, receive, send)
-
-    fresh_loop.run(run())
-    return sent
-
-
-def error_reply(sent: Sent) -> tuple[int, dict[bytes, bytes], bytes]:
-    """(status, headers, body) of a reply sent as one start and one body."""
-    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
-    return sent[0]["status"], dict(sent[0]["headers"]), sent[1]["body"]
-
-
-def assert_json_error(sent: Sent, status: int, error: str) -> None:
-    got, headers, body = error_reply(sent)
-    assert got == status
-    assert headers == {
-        b"content-type": b"application/json",
-        b"content-length": str(len(body)).encode(),
-        b"x-content-type-options": b"nosniff",
-    }
-    reply = json.loads(body)
-    assert reply["error"] == error
-    assert 0 <= reply["duration"] < 5
-
-
-def assert_page_error(sent: Sent, status: int, message: str) -> None:
-    got, headers, body = error_reply(sent)
-    assert got == status
-    assert headers == {
-        b"content-type": b"text/html; charset=utf-8",
-        b"content-length": str(len(body)).encode(),
-        b"x-content-type-options": b"nosniff",
-    }
-    assert body == plain_error_body(status, message)
 
 
 def test_head_sends_one_empty_final_body_to_the_client() -> None:

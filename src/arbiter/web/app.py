@@ -26,7 +26,6 @@ import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
-from starlette.types import ASGIApp
 
 from arbiter.domain.accounts import ActiveSession
 from arbiter.protocol import WORKER_PATHS
@@ -43,6 +42,7 @@ from arbiter.web.errors import exception_handlers
 from arbiter.web.lease import LeaseKeeper, paused_without_lease
 from arbiter.web.metrics import AppMetrics
 from arbiter.web.middleware import (
+    BodyLimits,
     BodySizeLimitMiddleware,
     HeadMethodMiddleware,
     RejectNonPrimaryWorkerApiMiddleware,
@@ -51,14 +51,19 @@ from arbiter.web.middleware import (
     ShutdownGuardMiddleware,
 )
 from arbiter.web.observed import ObservedRequestsMiddleware, RequestObserver
-from arbiter.web.overload import LoopLag, ShedWhenLaggingMiddleware
+from arbiter.web.overload import LoopLag
 from arbiter.web.redirects import relative_slash_redirects
 from arbiter.web.request_id import RequestIdMiddleware
 from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
 from arbiter.web.sessions import EndedSessionRedirectMiddleware, SessionMiddleware
 from arbiter.web.settings import Settings, SettingsError
 from arbiter.web.state import AppState
-from arbiter.web.worker_calls import WorkerCallsMiddleware, WorkerEndpoints, worker_routes
+from arbiter.web.worker_calls import (
+    WorkerCallsMiddleware,
+    WorkerEndpoints,
+    WorkerGuards,
+    worker_routes,
+)
 
 log = logging.getLogger("arbiter")
 
@@ -151,33 +156,42 @@ def create_app(
                 await run_in_threadpool(keeper.stop)
             await run_in_threadpool(holder["state"].engine.dispose)
 
-    # What every request passes, worker calls too (web/worker_calls.py).
+    def is_shutting_down() -> bool:
+        return "state" in holder and state().shutting_down
+
+    lease_held = (lambda: keeper.serving) if keeper is not None else None
+    body_limits = BodyLimits(
+        settings.max_body_bytes, settings.max_upload_bytes, UPLOAD_PATHS, PATH_BODY_LIMITS
+    )
+    # What every page and API request passes; worker calls pass the same checks
+    # in one layer, and are turned away while the loop lags (web/worker_calls.py).
     guards = [
         Middleware(RequestStateMiddleware),
-        Middleware(
-            ShutdownGuardMiddleware,
-            is_shutting_down=lambda: "state" in holder and state().shutting_down,
-        ),
+        Middleware(ShutdownGuardMiddleware, is_shutting_down=is_shutting_down),
         Middleware(
             BodySizeLimitMiddleware,
-            limit=settings.max_body_bytes,
-            upload_limit=settings.max_upload_bytes,
-            upload_paths=UPLOAD_PATHS,
-            path_limits=PATH_BODY_LIMITS,
+            limit=body_limits.limit,
+            upload_limit=body_limits.upload_limit,
+            upload_paths=body_limits.upload_paths,
+            path_limits=body_limits.path_limits,
         ),
         Middleware(
             RejectNonPrimaryWorkerApiMiddleware,
             is_primary=settings.is_primary,
-            lease_held=(lambda: keeper.serving) if keeper is not None else None,
+            lease_held=lease_held,
         ),
         Middleware(SecurityHeadersMiddleware),
     ]
     table = routes()
     handlers = exception_handlers()
     lag = LoopLag()
-    shed = Middleware(ShedWhenLaggingMiddleware, lag=lag)  # after the start stamp
-    worker_app = stacked(
-        [guards[0], shed, *guards[1:]], WorkerEndpoints(worker_routes(table), handlers)
+    worker_app = WorkerGuards(
+        WorkerEndpoints(worker_routes(table), handlers),
+        lag=lag,
+        is_shutting_down=is_shutting_down,
+        body_limits=body_limits,
+        is_primary=settings.is_primary,
+        lease_held=lease_held,
     )
     metrics = AppMetrics()
     observers: list[RequestObserver] = [metrics.observe_request]
@@ -209,13 +223,6 @@ def create_app(
     app.state.loop_lag = lag
     relative_slash_redirects(app.router)
     return app
-
-
-def stacked(layers: list[Middleware], inner: ASGIApp) -> ASGIApp:
-    """`inner` wrapped in `layers`, the first outermost (as Starlette stacks them)."""
-    for cls, args, kwargs in reversed(layers):
-        inner = cls(inner, *args, **kwargs)
-    return inner
 
 
 def create_app_from_env() -> Starlette:

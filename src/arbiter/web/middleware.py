@@ -9,6 +9,7 @@ guard, body size limit, reject worker API on a secondary, session.
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -90,6 +91,9 @@ class RequestStateMiddleware:
         await self.app(scope, receive, send)
 
 
+SHUTTING_DOWN = "server is shutting down, retry shortly"
+
+
 class ShutdownGuardMiddleware:
     """Refuses new requests with 503 once shutdown has begun, so draining ends."""
 
@@ -99,13 +103,29 @@ class ShutdownGuardMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self.is_shutting_down():
-            await send_error(scope, send, 503, "server is shutting down, retry shortly")
+            await send_error(scope, send, 503, SHUTTING_DOWN)
             return
         await self.app(scope, receive, send)
 
 
 class BodyTooLargeError(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class BodyLimits:
+    """The largest body each path takes: `limit`, `upload_limit` under the upload
+    paths, or a path's own entry in `path_limits`."""
+
+    limit: int
+    upload_limit: int
+    upload_paths: tuple[str, ...]
+    path_limits: Mapping[str, int] = field(default_factory=dict)
+
+    def for_path(self, path: str) -> int:
+        if path in self.path_limits:
+            return self.path_limits[path]
+        return self.upload_limit if path.startswith(self.upload_paths) else self.limit
 
 
 class BodySizeLimitMiddleware:
@@ -125,51 +145,56 @@ class BodySizeLimitMiddleware:
         path_limits: Mapping[str, int] | None = None,
     ) -> None:
         self.app = app
-        self.limit = limit
-        self.upload_limit = upload_limit
-        self.upload_paths = upload_paths
-        self.path_limits = dict(path_limits or {})
-
-    def _limit_for(self, path: str) -> int:
-        if path in self.path_limits:
-            return self.path_limits[path]
-        return self.upload_limit if path.startswith(self.upload_paths) else self.limit
+        self.limits = BodyLimits(limit, upload_limit, upload_paths, dict(path_limits or {}))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self._limit_for(scope["path"])
-        declared = _content_length(scope)
+        limit = self.limits.for_path(scope["path"])
+        declared = content_length(scope)
         if declared is not None and declared > limit:
-            await send_error(scope, send, 413, f"request body larger than {limit} bytes")
+            await send_too_large(scope, send, limit)
             return
-        received = 0
-        response_started = False
-
-        async def counting_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise BodyTooLargeError
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal response_started
-            if message["type"] == "http.response.start":
-                response_started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except BodyTooLargeError:
-            if not response_started:
-                await send_error(scope, send, 413, f"request body larger than {limit} bytes")
+        await serve_counted(self.app, scope, receive, send, limit)
 
 
-def _content_length(scope: Scope) -> int | None:
+async def send_too_large(scope: Scope, send: Send, limit: int) -> None:
+    await send_error(scope, send, 413, f"request body larger than {limit} bytes")
+
+
+async def serve_counted(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, limit: int
+) -> None:
+    """Serve with the body counted as it streams: 413 once it passes `limit`
+    (unless the reply has started)."""
+    received = 0
+    response_started = False
+
+    async def counting_receive() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise BodyTooLargeError
+        return message
+
+    async def tracking_send(message: Message) -> None:
+        nonlocal response_started
+        if message["type"] == "http.response.start":
+            response_started = True
+        await send(message)
+
+    try:
+        await app(scope, counting_receive, tracking_send)
+    except BodyTooLargeError:
+        if not response_started:
+            await send_too_large(scope, send, limit)
+
+
+def content_length(scope: Scope) -> int | None:
+    """The declared Content-Length, or None (absent, or not a number)."""
     for name, value in scope.get("headers", []):
         if name == b"content-length":
             try:
@@ -197,15 +222,27 @@ class RejectNonPrimaryWorkerApiMiddleware:
         self.lease_held = lease_held
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] == "http" and path in WORKER_PATHS and path not in SECONDARY_WORKER_PATHS:
-            if not self.is_primary:
-                await send_error(scope, send, 503, "primary instance required")
-                return
-            if self.lease_held is not None and not self.lease_held():
-                await send_error(scope, send, 503, "primary lease lost, retry shortly")
-                return
+        refusal = None
+        if scope["type"] == "http":
+            refusal = primary_refusal(scope["path"], self.is_primary, self.lease_held)
+        if refusal is not None:
+            await send_error(scope, send, 503, refusal)
+            return
         await self.app(scope, receive, send)
+
+
+def primary_refusal(
+    path: str, is_primary: bool, lease_held: Callable[[], bool] | None
+) -> str | None:
+    """Why a worker call to `path` is refused here (503), or None: a secondary
+    takes only the stateless ones, a primary none while it has lost its lease."""
+    if path not in WORKER_PATHS or path in SECONDARY_WORKER_PATHS:
+        return None
+    if not is_primary:
+        return "primary instance required"
+    if lease_held is not None and not lease_held():
+        return "primary lease lost, retry shortly"
+    return None
 
 
 # Content-Security-Policy without inline script: every script and style is a

@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope, Send
 
 from arbiter.domain.runs.scheduler import too_busy
 from arbiter.web.middleware import NOSNIFF, request_started_at
@@ -65,25 +65,17 @@ class LoopLag:
             self.observe(self._clock() - due)
 
 
-class ShedWhenLaggingMiddleware:
-    """On the worker calls' short path: answer at once while `lag` is shedding."""
-
-    def __init__(self, app: ASGIApp, lag: LoopLag) -> None:
-        self.app = app
-        self.lag = lag
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.lag.shedding():
-            await self.app(scope, receive, send)
-            return
-        started = request_started_at(scope)
-        path = scope["path"]
-        headers = [(b"content-type", b"application/json"), NOSNIFF]
-        if path == "/api/request_task":
-            status, body = 200, json_body(too_busy(), started)
-        else:
-            status, body = 503, worker_error_body(path, SHED_MESSAGE, started)
-            headers.append((b"retry-after", RETRY_AFTER.encode()))
-        headers.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+async def send_shed_reply(scope: Scope, send: Send) -> None:
+    """Turn a worker call away at once: request_task gets the reference's "too
+    busy", every other call a JSON 503 with Retry-After."""
+    started = request_started_at(scope)
+    path = scope["path"]
+    headers = [(b"content-type", b"application/json"), NOSNIFF]
+    if path == "/api/request_task":
+        status, body = 200, json_body(too_busy(), started)
+    else:
+        status, body = 503, worker_error_body(path, SHED_MESSAGE, started)
+        headers.append((b"retry-after", RETRY_AFTER.encode()))
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
