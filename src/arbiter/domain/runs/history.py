@@ -34,8 +34,15 @@ class Point:
 
 def record(run: RunRecord) -> RunRecord:
     """The run with its current results appended to its history when due."""
+    return evolve(run, args=recorded(run, run.args))
+
+
+def recorded(run: RunRecord, args: dict[str, Any]) -> dict[str, Any]:
+    """`args` (the run's, or new ones such as an advanced SPRT state) with the
+    run's current results appended to their history when due: a result update
+    makes its new run record once, from both (issue 19)."""
     games = run.wins + run.losses + run.draws
-    stored = run.args.get(HISTORY_KEY) or {"step": FIRST_STEP, "points": []}
+    stored = args.get(HISTORY_KEY) or {"step": FIRST_STEP, "points": []}
     step = int(stored["step"])
     # A purge can take games away: forget what no longer stands. Points are in
     # the order of their games, so when the last one stands they all do (every
@@ -45,7 +52,7 @@ def record(run: RunRecord) -> RunRecord:
         kept = list(stored_points)
     else:
         kept = [p for p in stored_points if p[0] <= games]
-    latest = _point(run, games)
+    latest = _point(run, args, games)
     # The last point follows the latest results until it is `step` games past
     # the one before it; then it stays and the next update starts a new one.
     if kept and (kept[-1][0] == games or (len(kept) >= 2 and kept[-1][0] - kept[-2][0] < step)):
@@ -55,7 +62,7 @@ def record(run: RunRecord) -> RunRecord:
     if len(kept) > MAX_POINTS:
         kept = [*kept[:-1:2], kept[-1]]
         step *= 2
-    return evolve(run, args={**run.args, HISTORY_KEY: {"step": step, "points": kept}})
+    return {**args, HISTORY_KEY: {"step": step, "points": kept}}
 
 
 def points(run: RunRecord) -> list[Point]:
@@ -69,8 +76,8 @@ def points(run: RunRecord) -> list[Point]:
     ]
 
 
-def _point(run: RunRecord, games: int) -> list[Any]:
-    sprt = run.args.get("sprt")
+def _point(run: RunRecord, args: dict[str, Any], games: int) -> list[Any]:
+    sprt = args.get("sprt")
     llr = None if sprt is None else round(float(sprt["llr"]), 4)
     return [games, run.wins, run.losses, run.draws, *run.pentanomial, llr]
 

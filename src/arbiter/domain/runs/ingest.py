@@ -183,7 +183,8 @@ class ResultIngest:
             change.log.append(
                 run_action(change.run, "crash_or_time", task.username, note, now, **where)
             )
-        change.run = history.record(_advance_sprt(change.run))
+        run = change.run
+        change.run = evolve(run, args=history.recorded(run, _advanced_sprt_args(run)))
         if is_decided(change.run) and auto_purges(change.run):
             count = purge_into(state, change)
             if count:  # the run goes on if the purge took its decision away
@@ -403,13 +404,14 @@ def _stats_problem(run: RunRecord, task: TaskRecord, stats: Stats) -> str | None
     return None
 
 
-def _advance_sprt(run: RunRecord) -> RunRecord:
+def _advanced_sprt_args(run: RunRecord) -> dict[str, Any]:
+    """The run's args with its SPRT advanced to its current results (the same
+    args when it has no SPRT running)."""
     sprt = run.args.get("sprt")
     if sprt is None or sprt.get("state"):
-        return run
+        return run.args
     counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
-    state = update_sprt(sprt, counts)
-    return evolve(run, args={**run.args, "sprt": dict(state)})
+    return {**run.args, "sprt": dict(update_sprt(sprt, counts))}
 
 
 def measured_worker_info(stored: dict[str, Any], worker: WorkerInfo) -> dict[str, Any]:
