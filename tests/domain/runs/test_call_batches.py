@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from arbiter.domain.runs import call_batches
 from arbiter.domain.runs.call_batches import BatchThread, QueuedCall
 from tests import fresh_loop
 from tests.jobs.support import wait_until
@@ -230,25 +231,66 @@ def test_a_caller_gone_from_its_loop_does_not_stop_the_others_being_answered() -
     assert sorted(server.batches[1]) == [1, 2, 3, 4]
 
 
-def test_a_fast_stream_of_calls_is_gathered_into_few_batches() -> None:
-    """About 200 calls a second with a 0.1 s gathering time: about 20 calls are
-    expected meanwhile, so the thread lets the queue fill before each batch."""
-    server = Server()
-    batches = BatchThread("test-batches", server, take_all, 1.0, gather_seconds=0.1)
-    calls = [Echo(number=n, done=threading.Event()) for n in range(300)]
+def stream(batches: BatchThread[Echo], count: int, pause: float) -> list[Echo]:
+    """`count` calls submitted `pause` apart, once all are answered."""
+    calls = [Echo(number=n, done=threading.Event()) for n in range(count)]
     for call in calls:
         batches.submit(call)
-        time.sleep(0.005)
+        time.sleep(pause)
     assert all(call.done is not None and call.done.wait(PATIENCE) for call in calls)
-    assert [call.reply for call in calls] == [{"n": n} for n in range(300)]
+    assert [call.reply for call in calls] == [{"n": n} for n in range(count)]
+    return calls
+
+
+def test_a_fast_stream_of_calls_is_gathered_into_few_batches_when_cpu_is_scarce() -> None:
+    """About 200 calls a second with a 0.1 s gathering time: about 20 calls are
+    expected meanwhile, so at full load the thread lets the queue fill before
+    each batch."""
+    server = Server()
+    full = BatchThread("test-batches", server, take_all, 1.0, gather_seconds=0.1, load=lambda: 1.0)
+    stream(full, 300, 0.005)
     assert len(server.batches) <= 300 / 4, server.batches
+
+
+def test_while_cpu_is_plentiful_calls_are_not_kept_waiting() -> None:
+    """The same stream in a process using under half a core: latency comes first."""
+    server = Server()
+    idle = BatchThread("test-batches", server, take_all, 1.0, gather_seconds=0.5, load=lambda: 0.4)
+    for call in stream(idle, 20, 0.05):
+        assert call.reply is not None
+    assert len(server.batches) >= 15, server.batches
+
+
+def test_the_gathering_time_grows_with_the_load() -> None:
+    """Between GATHER_FROM_LOAD and GATHER_FULL_LOAD a share of the gathering time."""
+    server = Server()
+    middle = (call_batches.GATHER_FROM_LOAD + call_batches.GATHER_FULL_LOAD) / 2
+    half = BatchThread(
+        "test-batches", server, take_all, 1.0, gather_seconds=1.0, load=lambda: middle
+    )
+    stream(half, 40, 0.01)  # the rate is learnt: a call expected every 10 ms
+    started = time.monotonic()
+    assert blocking_in_thread(half, 99)() == {"n": 99}
+    assert 0.25 < time.monotonic() - started < 0.9  # about half of 1 s
+
+
+def test_the_process_load_is_the_cpu_used_per_second_of_wall_time() -> None:
+    busy = call_batches.ProcessLoad(cpu_clock=time.monotonic)  # a core's worth
+    idle = call_batches.ProcessLoad(cpu_clock=lambda: 0.0)
+    for _ in range(15):
+        time.sleep(0.1)
+        loads = busy(), idle()
+    assert loads[0] > 0.7
+    assert loads[1] == 0.0
 
 
 def test_calls_that_come_alone_are_not_kept_waiting_to_be_gathered() -> None:
     """One call a second with a 0.3 s gathering time: less than half a call is
     expected meanwhile, so each is served at once, not 0.3 s later."""
     server = Server()
-    batches = BatchThread("test-batches", server, take_all, 5.0, gather_seconds=0.3)
+    batches = BatchThread(
+        "test-batches", server, take_all, 5.0, gather_seconds=0.3, load=lambda: 1.0
+    )
     for number in range(3):
         started = time.monotonic()
         assert blocking_in_thread(batches, number)() == {"n": number}

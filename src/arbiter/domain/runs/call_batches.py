@@ -9,10 +9,13 @@ when a call comes and ends after `idle_seconds` without one.
 
 A batch's transaction, commit and fsync cost the same whatever it holds
 (issue 19: about 500 us of CPU for one update_task, 430 us an update in a batch
-of four), so under load a thread may gather: given `gather_seconds`, when calls
-arrive fast enough that at least half a call more is expected within that
-time, the thread lets the first waiting call wait that long before it takes
-the batch. A call that comes alone, at a low rate, is served at once.
+of four), so a thread may gather when CPU is scarce: given `gather_seconds`,
+when calls arrive fast enough that at least half a call more is expected
+meanwhile, the thread lets the first waiting call wait before it takes the
+batch. How long follows the process's CPU load: nothing below GATHER_FROM_LOAD
+of a core (latency first while CPU is cheap), all of `gather_seconds` from
+GATHER_FULL_LOAD (CPU first near saturation), in proportion between. A call
+that comes alone, at a low rate, is served at once.
 
 Threads: `submit`, `call_async` run on the event loop or any thread (they only
 touch the queue, under a lock held for a few list operations); `call_blocking`
@@ -44,8 +47,29 @@ class QueuedCall:
 
 CallT = TypeVar("CallT", bound=QueuedCall)
 
-RATE_WINDOW = 1.0  # s: the arrival rate is a moving average over about this long
+RATE_WINDOW = 1.0  # s: the arrival rate and the load are moving averages over about this long
 GATHER_WHEN_EXPECTED = 0.5  # gather when this many more calls are expected meanwhile
+GATHER_FROM_LOAD = 0.5  # cores of CPU the process uses: no gathering below
+GATHER_FULL_LOAD = 0.8  # the whole gathering time from here on
+
+
+class ProcessLoad:
+    """The process's CPU use in cores, a moving average over about RATE_WINDOW,
+    brought up to date whenever it is read (a batch thread reads it once a batch)."""
+
+    def __init__(self, cpu_clock: Callable[[], float] = time.process_time) -> None:
+        self._cpu_clock = cpu_clock
+        self._cores = 0.0
+        self._at, self._cpu = time.monotonic(), cpu_clock()
+
+    def __call__(self) -> float:
+        now, cpu = time.monotonic(), self._cpu_clock()
+        elapsed = now - self._at
+        if elapsed > 0.0:
+            weight = min(1.0, elapsed / RATE_WINDOW)
+            self._cores += weight * ((cpu - self._cpu) / elapsed - self._cores)
+            self._at, self._cpu = now, cpu
+        return self._cores
 
 
 class BatchThread(Generic[CallT]):
@@ -63,6 +87,7 @@ class BatchThread(Generic[CallT]):
         not_queued: Callable[[CallT], None] = lambda call: None,
         *,
         gather_seconds: float = 0.0,
+        load: Callable[[], float] | None = None,
     ) -> None:
         self._name = name
         self._not_queued = not_queued
@@ -73,6 +98,7 @@ class BatchThread(Generic[CallT]):
         self._wakeup = threading.Condition()  # guards _queue and _thread
         self._thread: threading.Thread | None = None
         self._gather_seconds = gather_seconds
+        self._load = load or ProcessLoad()
         self._first_queued_at = 0.0  # when the oldest waiting call was queued
         self._arrived = 0  # calls queued since the last batch was taken
         self._rate = 0.0  # calls a second, averaged over about RATE_WINDOW
@@ -151,7 +177,11 @@ class BatchThread(Generic[CallT]):
         """How long to let the queue fill before taking a batch (lock held)."""
         if self._rate * self._gather_seconds < GATHER_WHEN_EXPECTED:
             return 0.0
-        return self._first_queued_at + self._gather_seconds - time.monotonic()
+        load = (self._load() - GATHER_FROM_LOAD) / (GATHER_FULL_LOAD - GATHER_FROM_LOAD)
+        if load <= 0.0:
+            return 0.0
+        gather = self._gather_seconds * min(load, 1.0)
+        return self._first_queued_at + gather - time.monotonic()
 
     def _note_arrivals(self) -> None:
         """Fold the calls queued since the last batch into the rate (lock held)."""

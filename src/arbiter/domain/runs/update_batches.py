@@ -31,10 +31,11 @@ from arbiter.telemetry import UPDATE_BATCH_SIZE
 
 BATCH_MAX = 256  # updates committed together at most
 IDLE_SECONDS = 2.0  # the batch thread ends after this long without an update
-# Under load an update may wait this long for others to share its transaction
-# and fsync (call_batches.py): a few ms on a call a worker makes once a minute
-# or so, for 8% less CPU per request in issue 19's heavy fleet at x4.
-GATHER_SECONDS = 0.005
+# Near saturation an update may wait this long for others to share its
+# transaction and fsync (call_batches.py: less while the CPU is not scarce, none
+# below half a core): some ms on a call a worker makes every minute or so, for
+# about a tenth less CPU per request in issue 19's heavy fleet at x4.
+GATHER_SECONDS = 0.010
 
 
 @dataclass(eq=False)
