@@ -65,8 +65,13 @@ TARGETS = {
     ),
     "middleware": Target(
         "src/arbiter/web/middleware.py",
-        ("tests/web/test_middleware.py", "tests/web/test_secondary.py"),
-        "body limits (413), the secondary's refusals, shutdown guard, security headers",
+        (
+            "tests/web/test_middleware.py",
+            "tests/web/test_secondary.py",
+            "tests/web/test_worker_calls.py",
+        ),
+        "body limits (413), the secondary's refusals, shutdown guard, security headers "
+        "(also as the worker calls' one guard layer uses them)",
     ),
     "settings": Target(
         "src/arbiter/web/settings.py",

@@ -84,25 +84,25 @@ def error_reply(sent: Sent) -> tuple[int, dict[bytes, bytes], bytes]:
     return sent[0]["status"], dict(sent[0]["headers"]), sent[1]["body"]
 
 
-def assert_json_error(sent: Sent, status: int, error: str) -> None:
+def error_body(sent: Sent, status: int, content_type: bytes) -> bytes:
+    """The body of an error reply of `status`, checked to carry exactly its
+    type, its length and nosniff."""
     got, headers, body = error_reply(sent)
     assert got == status
     assert headers == {
-        b"content-type": b"application/json",
+        b"content-type": content_type,
         b"content-length": str(len(body)).encode(),
         b"x-content-type-options": b"nosniff",
     }
-    reply = json.loads(body)
+    return body
+
+
+def assert_json_error(sent: Sent, status: int, error: str) -> None:
+    reply = json.loads(error_body(sent, status, b"application/json"))
     assert reply["error"] == error
     assert 0 <= reply["duration"] < 5
 
 
 def assert_page_error(sent: Sent, status: int, message: str) -> None:
-    got, headers, body = error_reply(sent)
-    assert got == status
-    assert headers == {
-        b"content-type": b"text/html; charset=utf-8",
-        b"content-length": str(len(body)).encode(),
-        b"x-content-type-options": b"nosniff",
-    }
+    body = error_body(sent, status, b"text/html; charset=utf-8")
     assert body == plain_error_body(status, message)
