@@ -297,3 +297,58 @@ def test_calls_that_come_alone_are_not_kept_waiting_to_be_gathered() -> None:
         assert time.monotonic() - started < 0.25
         time.sleep(1.0)
     assert server.batches == [[0], [1], [2]]
+
+
+def test_above_full_load_the_pause_is_the_gathering_time_not_more() -> None:
+    server = Server()
+    busy = BatchThread("test-batches", server, take_all, 1.0, gather_seconds=0.3, load=lambda: 5.0)
+    stream(busy, 20, 0.01)  # the rate is learnt
+    started = time.monotonic()
+    assert blocking_in_thread(busy, 99)() == {"n": 99}
+    assert 0.2 < time.monotonic() - started < 0.5
+
+
+def test_a_thread_without_a_gathering_time_never_pauses() -> None:
+    """The scheduler's thread: a fast stream at full load is still served at once."""
+    server = Server()
+    plain = BatchThread("test-batches", server, take_all, 1.0, load=lambda: 1.0)
+    stream(plain, 20, 0.01)
+    started = time.monotonic()
+    assert blocking_in_thread(plain, 99)() == {"n": 99}
+    assert time.monotonic() - started < 0.25
+
+
+def test_calls_a_batch_leaves_behind_are_gathered_and_served_too() -> None:
+    """A `take` that takes at most two: what it leaves waits its own pause."""
+
+    def take_two(queue: deque[Echo]) -> list[Echo]:
+        return [queue.popleft() for _ in range(min(2, len(queue)))]
+
+    server = Server()
+    batches = BatchThread(
+        "test-batches", server, take_two, 1.0, gather_seconds=0.02, load=lambda: 1.0
+    )
+    stream(batches, 60, 0.002)
+    assert max(len(batch) for batch in server.batches) == 2
+
+
+class FakeCpu:
+    """A CPU clock a test advances by hand."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+
+def test_the_process_load_follows_within_its_window_and_never_overshoots() -> None:
+    cpu = FakeCpu()
+    load = call_batches.ProcessLoad(cpu_clock=cpu)
+    for _ in range(5):  # half a second at one core
+        time.sleep(0.1)
+        cpu.seconds += 0.1
+        busy = load()
+    assert 0.3 < busy <= 1.0
+    time.sleep(1.2)  # longer than the window, with no CPU used: the load is that
+    assert load() == 0.0
