@@ -1,8 +1,10 @@
 """The migrations produce exactly the schema the code declares, on both backends."""
 
+import json
+
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, select, text
 
 from arbiter.storage.migrate import head_revision, is_up_to_date, upgrade
 from arbiter.storage.schema import metadata
@@ -50,3 +52,31 @@ def test_0002_strips_the_sri_prefix_of_stored_books(engine: Engine) -> None:
     upgrade(engine)
     with engine.connect() as connection:
         assert connection.execute(text("SELECT sri FROM books")).scalar() == "A" * 64
+
+
+def test_0008_moves_the_results_history_out_of_the_args(engine: Engine) -> None:
+    """The last stored point followed the results: the run's totals stand for it now."""
+    from alembic import command
+
+    from arbiter.domain.runs.documents import new_run_record
+    from arbiter.storage import Storage
+    from arbiter.storage.migrate import _config
+    from arbiter.storage.schema import runs
+
+    points = [[2, 0, 0, 2, 0, 0, 1, 0, 0, None], [4, 0, 0, 4, 0, 0, 2, 0, 0, None]]
+    args = {"tc": "10+0.1", "threads": 1, "num_games": 100}
+    old_args = {**args, "results_history": {"step": 2, "points": points}}
+    with Storage(engine).write() as tx:
+        tx.runs.add(new_run_record("0" * 24, "alice", old_args, 0.0))
+    command.downgrade(_config(engine), "0007")
+    upgrade(engine)
+    with engine.connect() as connection:
+        row = connection.execute(select(runs.c.args, runs.c.results_history)).one()
+    assert row.args == args
+    assert row.results_history == {"step": 2, "points": points[:1]}
+    command.downgrade(_config(engine), "0007")
+    with engine.connect() as connection:
+        stored = connection.execute(text("SELECT args FROM runs")).scalar()
+    moved_back = stored if isinstance(stored, dict) else json.loads(stored)
+    assert moved_back == {**args, "results_history": {"step": 2, "points": points[:1]}}
+    upgrade(engine)

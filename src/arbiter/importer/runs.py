@@ -128,7 +128,11 @@ def convert_run(document: dict[str, Any]) -> ImportedRun:
             document.get("committed_games"), sum(_committed(task) for task in tasks)
         ),
         total_games=integer(document.get("total_games"), sum(t.num_games for t in tasks)),
-        **counts,
+        wins=counts["wins"],
+        losses=counts["losses"],
+        draws=counts["draws"],
+        crashes=counts["crashes"],
+        time_losses=counts["time_losses"],
         pentanomial=pentanomial or [0, 0, 0, 0, 0],
         nps=number(document.get("nps")),
         games_per_minute=number(document.get("games_per_minute")),

@@ -103,6 +103,9 @@ class RunRecord:
     nps: float
     games_per_minute: float
     args: dict[str, Any]
+    # The charts' fixed points (domain/runs/history.py), kept out of the args:
+    # an SPRT run's args are rewritten with every result, these seldom.
+    results_history: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,6 +122,9 @@ runs = Table(
     Column("games_per_minute", Float, nullable=False, default=0.0),
     # args as in the reference (base_tag, new_tag, tc, ..., sprt or spsa state).
     Column("args", Document, nullable=False),
+    # Fixed points of the results over time (domain/runs/history.py), apart from
+    # the args so that a result update need not re-encode them.
+    Column("results_history", Document, nullable=True),
     Index(None, "finished", "last_updated"),
     Index(None, "username", "start_time"),
 )

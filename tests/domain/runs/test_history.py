@@ -64,9 +64,40 @@ def test_a_purge_forgets_points_beyond_the_remaining_games() -> None:
     assert [p.games for p in history.points(run)] == [2, 4, 6, 8]
 
 
-def test_the_api_view_leaves_the_history_out() -> None:
+def test_the_history_is_kept_out_of_the_args_and_the_api_view() -> None:
     run = history.record(played(fixed_run(), 1))
-    assert history.HISTORY_KEY not in run_view(run)["args"]
+    assert run.results_history is not None
+    assert "results_history" not in run.args
+    assert "results_history" not in run_view(run)["args"]
+
+
+def test_an_update_that_fixes_no_point_keeps_the_stored_history_object() -> None:
+    """Storage writes a column only when its value is a new object: most result
+    updates of a long run must not rewrite the history."""
+    run = fixed_run()
+    for count in range(1, 201):
+        run = history.record(played(run, count))
+    assert run.results_history is not None
+    step, fixed_points = run.results_history["step"], run.results_history["points"]
+    assert step > history.FIRST_STEP  # thinned: points are now `step` games apart
+    due = fixed_points[-1][0] + step
+    assert due > 400 + 2  # at least one update below comes before the point is due
+    kept = run
+    for games in range(400 + 2, due, 2):
+        kept = history.record(played(kept, games // 2))
+        assert kept.results_history is run.results_history
+    fixed = history.record(played(kept, due // 2))
+    assert fixed.results_history is not run.results_history
+    assert history.points(fixed)[-1].games == due
+
+
+def test_the_latest_point_follows_the_run_without_being_stored() -> None:
+    run = history.record(played(fixed_run(), 1))
+    run = history.record(played(run, 2))
+    run = history.record(played(run, 3))  # 6 games: 2 past the last fixed point, due
+    later = played(run, 4)  # not recorded: the latest point is derived from the run
+    assert [p.games for p in history.points(later)] == [2, 4, 6, 8]
+    assert history.points(later)[-1].pentanomial == (0, 0, 4, 0, 0)
 
 
 def test_update_task_stores_a_point_with_the_llr(

@@ -172,8 +172,8 @@ def results_view(record: RunRecord | TaskRecord) -> dict[str, Any]:
 
 
 # Our own keys in a run's args, kept out of every wire view (the reference's shape):
-# the archs an arch filter matched, and the results over time for the charts.
-INTERNAL_ARGS = frozenset({"allowed_archs", "results_history"})
+# the archs an arch filter matched.
+INTERNAL_ARGS = frozenset({"allowed_archs"})
 # Keys the reference's args carry only when set: we store them empty ("" or
 # None) when unset, which its clients would read as a value (no compiler is
 # called "").

@@ -1,14 +1,21 @@
 """A run's results over time, thinned: what its charts draw (LLR and Elo against games).
 
 Neither the tasks nor the actions keep this: a task's stats are cumulative and
-overwritten, so the order in which games arrived is lost. Each result update
-appends a point to `run.args["results_history"]` (written in the same
-transaction as the results), and the list stays small by thinning: once it
-holds more than MAX_POINTS points every other one is dropped and the spacing
-doubles. A run of any length therefore keeps between MAX_POINTS / 2 and
-MAX_POINTS evenly spread points plus the latest one.
+overwritten, so the order in which games arrived is lost. The run keeps the
+points in its own column, `RunRecord.results_history`, apart from its args:
+the args of an SPRT run change with every result, the history only when a
+point is fixed, so a result update no longer re-encodes 64 points (issue 19).
 
-A point is a list `[games, wins, losses, draws, LL, LD, DD, WD, WW, llr]`
+Only fixed points are stored. The latest point is the run's current totals and
+LLR, derived when read, so it costs nothing to keep up to date. A point is
+fixed when a result update lands at least `step` games past the last fixed
+one (the first result always fixes one); the update that fixes it writes the
+column in the same transaction as the results. The list stays small by
+thinning: once it would reach MAX_POINTS every other point is dropped and the
+spacing doubles. A run of any length therefore shows between MAX_POINTS / 2
+and MAX_POINTS evenly spread points, the latest one included.
+
+A stored point is a list `[games, wins, losses, draws, LL, LD, DD, WD, WW, llr]`
 (`llr` is None without an SPRT). Pure functions of a `RunRecord`.
 """
 
@@ -17,7 +24,6 @@ from typing import Any
 
 from arbiter.storage.records import RunRecord, evolve
 
-HISTORY_KEY = "results_history"
 MAX_POINTS = 64
 FIRST_STEP = 2  # games between points before any thinning (one pair)
 
@@ -33,47 +39,50 @@ class Point:
 
 
 def record(run: RunRecord) -> RunRecord:
-    """The run with its current results appended to its history when due."""
-    return evolve(run, args=recorded(run, run.args))
+    """The run with its current results fixed in its history when due."""
+    return evolve(run, results_history=advanced(run, run.args))
 
 
-def recorded(run: RunRecord, args: dict[str, Any]) -> dict[str, Any]:
-    """`args` (the run's, or new ones such as an advanced SPRT state) with the
-    run's current results appended to their history when due: a result update
-    makes its new run record once, from both (issue 19)."""
+def advanced(run: RunRecord, args: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's stored history after its current results, whose LLR is in `args`
+    (the run's, or its new ones when the same update advances its SPRT state).
+
+    The very object stored when no point is fixed and none forgotten, which is
+    most updates: storage then leaves the column unwritten."""
+    stored = run.results_history
     games = run.wins + run.losses + run.draws
-    stored = args.get(HISTORY_KEY) or {"step": FIRST_STEP, "points": []}
-    step = int(stored["step"])
-    # A purge can take games away: forget what no longer stands. Points are in
-    # the order of their games, so when the last one stands they all do (every
-    # result update passes here: the copy is the common case).
-    stored_points = stored["points"]
-    if not stored_points or stored_points[-1][0] <= games:
-        kept = list(stored_points)
-    else:
-        kept = [p for p in stored_points if p[0] <= games]
-    latest = _point(run, args, games)
-    # The last point follows the latest results until it is `step` games past
-    # the one before it; then it stays and the next update starts a new one.
-    if kept and (kept[-1][0] == games or (len(kept) >= 2 and kept[-1][0] - kept[-2][0] < step)):
-        kept[-1] = latest
-    else:
-        kept.append(latest)
-    if len(kept) > MAX_POINTS:
-        kept = [*kept[:-1:2], kept[-1]]
-        step *= 2
-    return {**args, HISTORY_KEY: {"step": step, "points": kept}}
+    if stored is None:
+        return _history(FIRST_STEP, [_point(run, args, games)]) if games > 0 else None
+    step, fixed = int(stored["step"]), stored["points"]
+    if fixed and fixed[-1][0] > games:
+        # A purge took games away: forget what no longer stands, and let the
+        # rule below fix the current totals if they are due.
+        fixed = [p for p in fixed if p[0] <= games]
+    if games > 0 and (not fixed or games - fixed[-1][0] >= step):
+        fixed = [*fixed, _point(run, args, games)]
+        if len(fixed) >= MAX_POINTS:  # the latest point makes one more when read
+            fixed, step = [*fixed[:-1:2], fixed[-1]], 2 * step
+    return stored if fixed is stored["points"] else _history(step, fixed)
 
 
 def points(run: RunRecord) -> list[Point]:
-    """The stored points, oldest first (empty for a run without results yet)."""
-    stored = run.args.get(HISTORY_KEY)
-    if not stored:
-        return []
+    """The fixed points and then the latest one, oldest first (empty before any result)."""
+    stored = run.results_history
+    games = run.wins + run.losses + run.draws
+    shown = [] if stored is None else [p for p in stored["points"] if p[0] <= games]
+    if games > 0:
+        # The latest point is the current totals (a fixed one at the same games
+        # is the same point).
+        if shown and shown[-1][0] == games:
+            shown.pop()
+        shown.append(_point(run, run.args, games))
     return [
-        Point(int(p[0]), int(p[1]), int(p[2]), int(p[3]), _penta(p[4:9]), _llr(p[9]))
-        for p in stored["points"]
+        Point(int(p[0]), int(p[1]), int(p[2]), int(p[3]), _penta(p[4:9]), _llr(p[9])) for p in shown
     ]
+
+
+def _history(step: int, fixed: list[list[Any]]) -> dict[str, Any]:
+    return {"step": step, "points": fixed}
 
 
 def _point(run: RunRecord, args: dict[str, Any], games: int) -> list[Any]:

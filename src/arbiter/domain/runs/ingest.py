@@ -184,7 +184,8 @@ class ResultIngest:
                 run_action(change.run, "crash_or_time", task.username, note, now, **where)
             )
         run = change.run
-        change.run = evolve(run, args=history.recorded(run, _advanced_sprt_args(run)))
+        args = _advanced_sprt_args(run)
+        change.run = evolve(run, args=args, results_history=history.advanced(run, args))
         if is_decided(change.run) and auto_purges(change.run):
             count = purge_into(state, change)
             if count:  # the run goes on if the purge took its decision away
