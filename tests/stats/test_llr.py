@@ -16,7 +16,17 @@ from arbiter.stats import (
     llr_normalized_approx,
     sprt_bounds,
 )
-from arbiter.stats.llr import secular_root
+from arbiter.stats._pdf import empirical
+from arbiter.stats.llr import (
+    _mle_t_value_5,
+    _mle_t_value_n,
+    _power_sums,
+    _power_sums_5,
+    _tilt_log_ratio,
+    _tilt_log_ratio_5,
+    normalized_targets,
+    secular_root,
+)
 from tests.stats.support import close
 
 P1 = [1000, 2000, 3000, 2000, 1000]
@@ -196,3 +206,42 @@ def test_llr_normalized_matches_plain_oracle(
     results: list[int], bounds: tuple[float, float]
 ) -> None:
     assert _agrees(llr_normalized(*bounds, results), _oracle_llr_normalized(*bounds, results))
+
+
+# The pentanomial paths unrolled for speed (issue 19) must give the very floats of
+# the general loops they replace, not merely close ones: the reference rows rest on
+# the same operations in the same order.
+
+pentanomial_counts = st.lists(st.integers(0, 10**7), min_size=5, max_size=5).filter(
+    lambda p: sum(p) >= 10
+)
+
+
+@SOLVER_SETTINGS
+@given(results=pentanomial_counts, nelo=st.floats(-10, 10))
+def test_the_unrolled_t_value_mle_is_the_general_one_exactly(
+    results: list[int], nelo: float
+) -> None:
+    _, values, probs = empirical(results)
+    t, _ = normalized_targets(nelo, nelo, 5)
+    assert _mle_t_value_5(values, probs, 0.5, t) == _mle_t_value_n(values, probs, 0.5, t)
+
+
+@SOLVER_SETTINGS
+@given(
+    results=pentanomial_counts,
+    tilts=st.lists(st.floats(-1.5, 1.5), min_size=2, max_size=2),
+    centres=st.lists(st.floats(0.01, 0.99), min_size=2, max_size=2),
+)
+def test_the_unrolled_pentanomial_sums_are_the_general_ones_exactly(
+    results: list[int], tilts: list[float], centres: list[float]
+) -> None:
+    _, values, probs = empirical(results)
+    assert list(_power_sums_5(probs)) == _power_sums(probs, values)
+    # Tilts that keep 1 + x·(v − s) positive on the support, as the solver's do.
+    (x0, x1), (s0, s1) = tilts, centres
+    c0, c1 = 1.0 - x0 * s0, 1.0 - x1 * s1
+    if min(c0, c0 + x0, c1, c1 + x1) <= 0.0:
+        return
+    general = _tilt_log_ratio(probs, values, c0, x0, c1, x1)
+    assert _tilt_log_ratio_5(probs, c0, x0, c1, x1) == general
