@@ -3,9 +3,11 @@
 from typing import Any
 
 import pytest
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, text, update
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from arbiter.storage import Storage
+from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.prepared import execute_many, prepare
 from arbiter.storage.records import no_results
 from arbiter.storage.schema import runs, tasks
@@ -92,3 +94,32 @@ def test_no_rows_execute_nothing(storage: Storage) -> None:
     with storage.write() as tx:
         execute_many(tx.connection, INSERT_TASK, [])
     assert stored_tasks(storage) == []
+
+
+def test_a_driver_error_is_raised_as_sqlalchemy_raises_it_and_writes_nothing(
+    storage: Storage,
+) -> None:
+    with storage.write() as tx:
+        tx.runs.add(run_record(id=RUN_ID))
+    with pytest.raises(IntegrityError) as raised, storage.write() as tx:
+        execute_many(tx.connection, INSERT_TASK, [task_row(0), task_row(0)])
+    assert isinstance(raised.value.orig, Exception)
+    assert "INSERT INTO tasks" in str(raised.value.statement)
+    assert stored_tasks(storage) == []
+
+
+def test_a_lost_connection_is_invalidated_as_sqlalchemy_would(storage: Storage) -> None:
+    if storage.engine.dialect.name != "postgresql":
+        pytest.skip("a SQLite file cannot drop its connection")
+    with storage.write() as tx:
+        tx.runs.add(run_record(id=RUN_ID))
+    with pytest.raises(StorageUnavailable) as raised, storage.write() as tx:  # noqa: PT012
+        pid = tx.connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with storage.engine.connect() as other:
+            other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            other.commit()
+        execute_many(tx.connection, INSERT_TASK, [task_row(0)])
+    cause = raised.value.__cause__
+    assert isinstance(cause, OperationalError)
+    assert cause.connection_invalidated
+    assert stored_tasks(storage) == []  # and the pool hands out a working connection again

@@ -6,9 +6,11 @@ issue 19's profiles, three quarters of an UPDATE's cost was SQLAlchemy's
 per-call work (execution context, parameter construction, result set-up), not
 the database's. Here a statement is compiled once for each column set it is
 used with, each value passes through the column type's own bind processor (the
-JSON columns' encoder, SQLite's booleans), and `exec_driver_sql` sends it, so
-errors, connection invalidation and events behave as for any other statement
-of the transaction. [THREADPOOL: called inside a write transaction]
+JSON columns' encoder, SQLite's booleans), and `send_many` hands it to the
+driver's cursor, raising errors and invalidating a lost connection as SQLAlchemy
+does for any statement of the transaction. Statement events
+(`before_cursor_execute`) do not see these writes; nothing of ours listens.
+[THREADPOOL: called inside a write transaction]
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.dml import ValuesBase
 
 Processor = Callable[[Any], Any] | None
@@ -78,4 +81,26 @@ def execute_many(
         return
     prepared = prepare(statement, connection.dialect, frozenset(rows[0]))
     parameters = [prepared.parameters(row) for row in rows]
-    connection.exec_driver_sql(prepared.sql, parameters)
+    send_many(connection, prepared.sql, parameters)
+
+
+def send_many(connection: Connection, sql: str, parameters: Sequence[Any]) -> None:
+    """`sql` once per parameter set, on a cursor of the transaction's own driver
+    connection. `exec_driver_sql` spent 20 us of a one-row UPDATE's 23 us on its
+    execution context (issue 19). Errors are raised as SQLAlchemy raises them, a
+    DBAPIError around the driver's error, and a lost connection is invalidated
+    as SQLAlchemy would, so callers see no difference."""
+    dialect = connection.dialect
+    dbapi_connection = connection.connection
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.executemany(sql, parameters)
+    except dialect.loaded_dbapi.Error as error:
+        lost = dialect.is_disconnect(error, dbapi_connection, cursor)
+        if lost:
+            connection.invalidate(error)
+        raise DBAPIError.instance(
+            sql, parameters, error, dialect.loaded_dbapi.Error, connection_invalidated=lost
+        ) from error
+    finally:
+        cursor.close()
