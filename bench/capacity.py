@@ -266,6 +266,7 @@ def _scheduler_calls(scratch: Path, engine: Engine, args: argparse.Namespace) ->
         tasks = tx.connection.exec_driver_sql(
             "SELECT count(*), count(DISTINCT run_id || '/' || task_id) FROM tasks"
         ).one()
+    runs.close()
     engine.dispose()
     per_call = 1e6 / args.calls
     return {

@@ -12,14 +12,17 @@ import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
+from arbiter.domain.runs.service import Runs
+from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine, normalize_url, sqlite_url
 from arbiter.storage.migrate import upgrade
 
@@ -112,7 +115,29 @@ def database_url(request: pytest.FixtureRequest) -> str:
 def engine(database_url: str) -> Iterator[Engine]:
     engine = make_engine(database_url, pool_size=5)
     yield engine
+    held = engine.pool.checkedout()  # type: ignore[attr-defined]
     engine.dispose()
+    # A connection still out would be closed by the garbage collector later, in
+    # some other test, as an unraisable ResourceWarning: say which test left it.
+    assert held == 0, (
+        f"{held} database connection(s) still checked out after the test: close what"
+        " holds them (a Runs service's batch threads: runs.close(), or the new_runs fixture)"
+    )
+
+
+@pytest.fixture
+def new_runs() -> Iterator[Callable[..., Runs]]:
+    """Runs services that are closed after the test (their batch threads each hold a
+    database connection until then): `new_runs(storage, task_gate=...)`."""
+    made: list[Runs] = []
+
+    def make(storage: Storage, **options: Any) -> Runs:
+        made.append(Runs(storage, **options))
+        return made[-1]
+
+    yield make
+    for service in made:
+        service.close()
 
 
 def _git(repo: Path, *args: str) -> None:

@@ -1,10 +1,13 @@
 """Blocking worker machines: who may, what is logged, what the scheduler then refuses."""
 
+from collections.abc import Callable
+
 import pytest
 from sqlalchemy import Engine
 
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
+from arbiter.domain.runs.service import Runs
 from arbiter.domain.workers import BlockedMachines, WorkerBlocks, may_change
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
@@ -82,15 +85,16 @@ def test_bad_names_and_long_messages_are_refused(blocks: WorkerBlocks, storage: 
     assert refused.value.field == "message"
 
 
-def test_the_scheduler_refuses_a_blocked_machine(storage: Storage, repo_url: str) -> None:
+def test_the_scheduler_refuses_a_blocked_machine(
+    storage: Storage, repo_url: str, new_runs: Callable[..., Runs]
+) -> None:
     import threading
 
-    from arbiter.domain.runs.service import Runs
     from tests.domain.runs.support import approved_run, worker
 
     alice: User = make_user(storage, "alice")
     root = make_user(storage, "root", approver=True)
-    runs = Runs(storage, task_gate=threading.Semaphore(5), clock=Clock())
+    runs = new_runs(storage, task_gate=threading.Semaphore(5), clock=Clock())
     approved_run(runs, alice, root, repo_url)
     changed = runs.blocked_machines.forget
     runs.scheduler.request_task(worker(key="efgh"), alice, "10.0.0.2")  # blocks now read

@@ -243,5 +243,5 @@ def test_the_unrolled_pentanomial_sums_are_the_general_ones_exactly(
     c0, c1 = 1.0 - x0 * s0, 1.0 - x1 * s1
     if min(c0, c0 + x0, c1, c1 + x1) <= 0.0:
         return
-    general = _tilt_log_ratio(probs, values, c0, x0, c1, x1)
-    assert _tilt_log_ratio_5(probs, c0, x0, c1, x1) == general
+    general = _tilt_log_ratio(probs, values, (c0, x0), (c1, x1))
+    assert _tilt_log_ratio_5(probs, (c0, x0), (c1, x1)) == general

@@ -145,3 +145,37 @@ def test_sqlite_writers_of_one_process_never_meet_the_busy_handler(
             assert all(tx.kv.get(f"{t}-{i}") == i for t in range(threads) for i in range(writes))
     finally:
         engine.dispose()
+
+
+def test_a_held_connection_serves_the_threads_transactions_until_the_block_ends(
+    storage: Storage,
+) -> None:
+    pool = storage.engine.pool
+    with storage.connection_held():
+        assert pool.checkedout() == 0  # taken by the first transaction, not before
+        with storage.write() as tx:
+            first = tx.connection
+            with storage.read() as nested:  # inside a transaction: a connection of its own
+                assert nested.connection is not first
+                assert pool.checkedout() == 2
+        with storage.read() as tx:
+            assert tx.connection is first
+        with storage.write() as tx:
+            assert tx.connection is first
+        assert pool.checkedout() == 1
+        elsewhere = in_thread_checked_out(storage)
+        assert elsewhere is not first  # held for this thread only
+    assert pool.checkedout() == 0
+
+
+def in_thread_checked_out(storage: Storage) -> object:
+    seen: list[object] = []
+
+    def use() -> None:
+        with storage.read() as tx:
+            seen.append(tx.connection)
+
+    thread = threading.Thread(target=use)
+    thread.start()
+    thread.join()
+    return seen[0]

@@ -29,6 +29,8 @@ T_VALUE_TOLERANCE = 1e-9
 _MAX_STEPS = 200
 _INSIDE = 1.0 - 1e-15
 
+Tilt = tuple[float, float]  # (c, x): a constrained MLE is p̂/(c + x·v)
+
 
 @functools.lru_cache(maxsize=64)
 def sprt_bounds(alpha: float = 0.05, beta: float = 0.05) -> tuple[float, float]:
@@ -252,30 +254,31 @@ def llr_logistic(elo0: float, elo1: float, results: Sequence[float]) -> float:
     count, values, probs = empirical(results)
     five = len(values) == 5
     sums = _power_sums_5(probs) if five else _power_sums(probs, values)
-    tilts = []  # (1 − x·s, x): 1 + x·(v − s) = (1 − x·s) + x·v
+    tilts: list[Tilt] = []  # (1 − x·s, x): 1 + x·(v − s) = (1 − x·s) + x·v
     for score in _logistic_scores(elo0, elo1):
         shifted = [v - score for v in values]
         x = secular_root(probs, shifted, _halley_from_zero(sums, score))
         tilts.append((1.0, 0.0) if x is None else (1.0 - x * score, x))
-    (c0, x0), (c1, x1) = tilts
     if five:
-        return count * _tilt_log_ratio_5(probs, c0, x0, c1, x1)
-    return count * _tilt_log_ratio(probs, values, c0, x0, c1, x1)
+        return count * _tilt_log_ratio_5(probs, *tilts)
+    return count * _tilt_log_ratio(probs, values, *tilts)
 
 
 def _tilt_log_ratio(
-    probs: Sequence[float], values: Sequence[float], c0: float, x0: float, c1: float, x1: float
+    probs: Sequence[float], values: Sequence[float], tilt0: Tilt, tilt1: Tilt
 ) -> float:
     """Σ p·ln[(c0 + x0·v)/(c1 + x1·v)]."""
+    (c0, x0), (c1, x1) = tilt0, tilt1
     total = 0.0
     for p, v in zip(probs, values, strict=False):
         total += p * math.log((c0 + x0 * v) / (c1 + x1 * v))
     return total
 
 
-def _tilt_log_ratio_5(probs: Sequence[float], c0: float, x0: float, c1: float, x1: float) -> float:
+def _tilt_log_ratio_5(probs: Sequence[float], tilt0: Tilt, tilt1: Tilt) -> float:
     """_tilt_log_ratio on the pentanomial support (0, ¼, ½, ¾, 1), unrolled: the
     same products in the same order (x·0 and x·1 are exact)."""
+    (c0, x0), (c1, x1) = tilt0, tilt1
     p0, p1, p2, p3, p4 = probs
     return (
         p0 * math.log(c0 / c1)

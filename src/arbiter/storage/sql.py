@@ -32,7 +32,7 @@ from arbiter.storage.base import (
     UserStore,
     WorkerBlockStore,
 )
-from arbiter.storage.engine import read_transaction, write_transaction
+from arbiter.storage.engine import held_connection, read_transaction, write_transaction
 from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.sql_actions import SqlActionStore
 from arbiter.storage.sql_files import SqlBookStore, SqlFileChunkStore, SqlNetStore, SqlPgnStore
@@ -128,6 +128,13 @@ class Storage:
     def write(self) -> Iterator[Tx]:
         with _available(), write_transaction(self.engine) as connection:
             yield Tx(connection)
+
+    @contextmanager
+    def connection_held(self) -> Iterator[None]:
+        """This thread's transactions inside the block share one connection
+        (`engine.held_connection`): for threads that commit all the time."""
+        with held_connection(self.engine):
+            yield
 
     @contextmanager
     def durable_on_exit(self) -> Iterator[None]:

@@ -152,6 +152,7 @@ def create_app(
             if holder["state"].jobs is not None:
                 await run_in_threadpool(holder["state"].jobs.stop, JOBS_STOP_SECONDS)
             await run_in_threadpool(flush_before_close, holder["state"])
+            await run_in_threadpool(holder["state"].runs.close)
             if keeper is not None:
                 await run_in_threadpool(keeper.stop)
             await run_in_threadpool(holder["state"].engine.dispose)

@@ -2,6 +2,7 @@
 controllable clock, and users."""
 
 import threading
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import Engine
@@ -23,8 +24,8 @@ def storage(engine: Engine) -> Storage:
 
 
 @pytest.fixture
-def runs(storage: Storage, clock: Clock) -> Runs:
-    return Runs(storage, task_gate=threading.Semaphore(5), clock=clock)
+def runs(storage: Storage, clock: Clock, new_runs: Callable[..., Runs]) -> Runs:
+    return new_runs(storage, task_gate=threading.Semaphore(5), clock=clock)
 
 
 @pytest.fixture

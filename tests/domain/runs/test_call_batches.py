@@ -3,10 +3,11 @@ answered exactly once, with its own reply or error, on its event loop or in its
 thread; the thread ends when idle and a call starts it again."""
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -352,3 +353,53 @@ def test_the_process_load_follows_within_its_window_and_never_overshoots() -> No
     assert 0.3 < busy <= 1.0
     time.sleep(1.2)  # longer than the window, with no CPU used: the load is that
     assert load() == 0.0
+
+
+class Lifetime:
+    """A `lifetime` for BatchThread that counts how often it was entered and left."""
+
+    def __init__(self) -> None:
+        self.entered = self.left = 0
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        self.entered += 1
+        try:
+            yield
+        finally:
+            self.left += 1
+
+
+def test_each_thread_serves_inside_its_lifetime_and_leaves_it_when_idle() -> None:
+    lifetime = Lifetime()
+    batches = BatchThread("test-batches-life", Server(), take_all, 0.05, lifetime=lifetime)
+    assert batches.call_blocking(Echo(number=1)) == {"n": 1}
+    assert batches.call_blocking(Echo(number=2)) == {"n": 2}
+    assert (lifetime.entered, lifetime.left) == (1, 0)  # one lifetime for both batches
+    wait_until(lambda: lifetime.left == 1, timeout=PATIENCE)
+    assert batches.call_blocking(Echo(number=3)) == {"n": 3}
+    assert lifetime.entered == 2  # a new thread, a new lifetime
+
+
+def test_close_answers_what_is_queued_and_ends_the_thread_before_it_returns() -> None:
+    lifetime, server = Lifetime(), Server()
+    batches = BatchThread("test-batches-close", server, take_all, 60.0, lifetime=lifetime)
+    first = hold(batches, server)
+    waiting = blocking_in_thread(batches, 1)
+    wait_until(lambda: batches.queued == 1)
+    closing = in_thread(batches.close)
+    server.gate.set()
+    closing()
+    # Returned at once though the idle time is a minute, every call answered, and
+    # the lifetime left: nothing it held outlives close().
+    assert (first(), waiting()) == ({"n": 0}, {"n": 1})
+    assert (batches.running, lifetime.left) == (False, 1)
+    assert batches.call_blocking(Echo(number=2)) == {"n": 2}  # a call after close is served
+    batches.close()
+    assert (lifetime.entered, lifetime.left) == (2, 2)
+
+
+def test_closing_a_thread_that_is_not_running_does_nothing() -> None:
+    batches = batch_thread(Server())
+    batches.close()
+    assert not batches.running

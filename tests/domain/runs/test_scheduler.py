@@ -4,6 +4,7 @@ import asyncio
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -89,9 +90,11 @@ def test_higher_priority_first(runs: Runs, alice: User, root: User, repo_url: st
     assert take_task(runs, alice, worker())["run"]["_id"] == urgent
 
 
-def test_full_gate_answers_too_busy_at_once(storage: Storage, alice: User) -> None:
+def test_full_gate_answers_too_busy_at_once(
+    storage: Storage, alice: User, new_runs: Callable[..., Runs]
+) -> None:
     gate = threading.Semaphore(0)
-    runs = Runs(storage, task_gate=gate)
+    runs = new_runs(storage, task_gate=gate)
     scheduler: TaskScheduler = runs.scheduler
     assert scheduler.request_task(worker(), alice, "1.1.1.1") == {
         "task_waiting": False,
@@ -100,9 +103,9 @@ def test_full_gate_answers_too_busy_at_once(storage: Storage, alice: User) -> No
 
 
 def test_an_account_holding_its_share_is_too_busy_while_others_get_in(
-    storage: Storage, alice: User, root: User, repo_url: str
+    storage: Storage, alice: User, root: User, repo_url: str, new_runs: Callable[..., Runs]
 ) -> None:
-    runs = Runs(storage, task_gate=AdmissionGate(threading.Semaphore(5), per_account=2))
+    runs = new_runs(storage, task_gate=AdmissionGate(threading.Semaphore(5), per_account=2))
     approved_run(runs, alice, root, repo_url, num_games=100_000)
     flood = make_user(storage, "flood")
     shouting = replace(flood, username="FLOOD")  # the same account, spelled otherwise
@@ -116,11 +119,11 @@ def test_an_account_holding_its_share_is_too_busy_while_others_get_in(
 
 
 def test_a_flooding_account_never_shuts_out_another(
-    storage: Storage, alice: User, root: User, repo_url: str
+    storage: Storage, alice: User, root: User, repo_url: str, new_runs: Callable[..., Runs]
 ) -> None:
     """20 threads of one account call request_task without pause while alice asks
     for work: every one of alice's calls is decided, none is "too busy"."""
-    runs = Runs(storage, task_gate=AdmissionGate(threading.Semaphore(5), per_account=2))
+    runs = new_runs(storage, task_gate=AdmissionGate(threading.Semaphore(5), per_account=2))
     approved_run(runs, alice, root, repo_url, num_games=3_000_000)
     flood = make_user(storage, "flood")
     stop = threading.Event()
@@ -337,11 +340,11 @@ def test_a_workers_second_call_waits_for_the_batch_after_its_first(
 
 
 def test_a_failed_commit_is_every_callers_error_and_changes_nothing(
-    sqlite_database_url: str, repo_url: str
+    sqlite_database_url: str, repo_url: str, new_runs: Callable[..., Runs]
 ) -> None:
     engine = make_engine(sqlite_database_url, pool_size=5)
     sqlite_storage = Storage(engine)
-    runs = Runs(sqlite_storage, task_gate=threading.Semaphore(1))
+    runs = new_runs(sqlite_storage, task_gate=threading.Semaphore(1))
     root = make_user(sqlite_storage, "root", approver=True)
     owner = make_user(sqlite_storage, "alice")
     run_id = approved_run(runs, owner, root, repo_url, num_games=100_000)
@@ -363,9 +366,9 @@ def test_a_failed_commit_is_every_callers_error_and_changes_nothing(
 
 
 def test_the_gates_place_comes_back_once_the_call_is_decided(
-    storage: Storage, alice: User, root: User, repo_url: str
+    storage: Storage, alice: User, root: User, repo_url: str, new_runs: Callable[..., Runs]
 ) -> None:
-    runs = Runs(storage, task_gate=threading.Semaphore(1))
+    runs = new_runs(storage, task_gate=threading.Semaphore(1))
     approved_run(runs, alice, root, repo_url, num_games=100_000)
     for index in range(3):
         assert "task_id" in runs.scheduler.request_task(worker(key=f"w{index}"), alice, "1.1.1.1")

@@ -148,9 +148,14 @@ class TaskScheduler:
             _take_batch,
             IDLE_SECONDS,
             not_queued=lambda call: self._gate.leave(call.user.username),
+            lifetime=context.storage.connection_held,
         )
         self._needs: dict[str, RunNeeds] = {}  # by run id; scheduling thread only
         self._needs_catalogue = self._books.catalogue_version()  # what _needs was built with
+
+    def close(self) -> None:
+        """Answer what is queued, then end the scheduling thread (call_batches.py)."""
+        self._batches.close()
 
     def request_task(self, worker: WorkerInfo, user: User, remote_addr: str) -> dict[str, Any]:
         """The reply body of /api/request_task (without `duration`). Blocks."""

@@ -59,6 +59,12 @@ class Runs:
         self.queries = RunQueries(self.context)
         self.contributors = Contributors(self.context)
 
+    def close(self) -> None:
+        """End the batch threads once what is queued is answered: they hold a
+        database connection each, to be returned before the engine is disposed."""
+        self.scheduler.close()
+        self.updates.close()
+
     def restore(self) -> int:
         """Primary start-up: load and verify live runs (threadpool). Their itp is
         worked out afresh at once, as the reference does after loading its runs,

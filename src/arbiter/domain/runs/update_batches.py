@@ -57,8 +57,17 @@ class UpdateBatches:
         self._ingest = ingest
         self._context = context
         self._thread: BatchThread[_UpdateCall] = BatchThread(
-            "arbiter-results", self._serve, _take_batch, IDLE_SECONDS, gather_seconds=GATHER_SECONDS
+            "arbiter-results",
+            self._serve,
+            _take_batch,
+            IDLE_SECONDS,
+            gather_seconds=GATHER_SECONDS,
+            lifetime=context.storage.connection_held,
         )
+
+    def close(self) -> None:
+        """Answer what is queued, then end the results thread (call_batches.py)."""
+        self._thread.close()
 
     async def update_task_async(self, update: ResultUpdate) -> dict[str, Any]:
         """update_task, answered once its batch is durable (on the event loop)."""
