@@ -7,6 +7,7 @@ from sqlalchemy import bindparam, insert, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from arbiter.storage import Storage
+from arbiter.storage.engine import make_engine
 from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.prepared import execute_many, prepare
 from arbiter.storage.records import no_results
@@ -108,9 +109,16 @@ def test_a_driver_error_is_raised_as_sqlalchemy_raises_it_and_writes_nothing(
     assert stored_tasks(storage) == []
 
 
-def test_a_lost_connection_is_invalidated_as_sqlalchemy_would(storage: Storage) -> None:
-    if storage.engine.dialect.name != "postgresql":
-        pytest.skip("a SQLite file cannot drop its connection")
+def test_a_lost_connection_is_invalidated_as_sqlalchemy_would(postgres_database_url: str) -> None:
+    """PostgreSQL only: a SQLite file cannot drop its connection."""
+    engine = make_engine(postgres_database_url, pool_size=5)
+    try:
+        lose_the_connection_mid_write(Storage(engine))
+    finally:
+        engine.dispose()
+
+
+def lose_the_connection_mid_write(storage: Storage) -> None:
     with storage.write() as tx:
         tx.runs.add(run_record(id=RUN_ID))
     with pytest.raises(StorageUnavailable) as raised, storage.write() as tx:  # noqa: PT012

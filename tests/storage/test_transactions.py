@@ -148,8 +148,9 @@ def test_sqlite_writers_of_one_process_never_meet_the_busy_handler(
 
 
 def test_a_held_connection_serves_the_threads_transactions_until_the_block_ends(
-    storage: Storage,
+    sqlite_storage: Storage,
 ) -> None:
+    storage = sqlite_storage
     pool = storage.engine.pool
     with storage.connection_held():
         assert pool.checkedout() == 0  # taken by the first transaction, not before
@@ -179,3 +180,19 @@ def in_thread_checked_out(storage: Storage) -> object:
     thread.start()
     thread.join()
     return seen[0]
+
+
+def test_on_postgresql_each_transaction_still_gets_a_pinged_pooled_connection(
+    postgres_database_url: str,
+) -> None:
+    """A held connection would fail its next batch after a server restart; the
+    pool's pre-ping does not."""
+    engine = make_engine(postgres_database_url, pool_size=5)
+    storage = Storage(engine)
+    try:
+        with storage.connection_held():
+            with storage.write():
+                pass
+            assert engine.pool.checkedout() == 0  # returned after the transaction
+    finally:
+        engine.dispose()

@@ -259,14 +259,17 @@ def read_transaction(engine: Engine) -> Iterator[Connection]:
 
 @contextmanager
 def held_connection(engine: Engine) -> Iterator[None]:
-    """Transactions this thread opens on `engine` inside the block share one
-    connection, checked out by the first of them and kept: a batch thread
+    """Transactions this thread opens on a SQLite `engine` inside the block share
+    one connection, checked out by the first of them and kept: a batch thread
     (domain/runs/call_batches.py) commits hundreds of times a second, and each
     checkout and check-in cost about 34 us of CPU (issue 19). A transaction
     opened while the held one is in use (nested) gets a connection of its own,
-    as outside the block. [THREADPOOL]"""
+    as outside the block. On PostgreSQL nothing is held: the pool pings each
+    connection it hands out, so a restarted server costs no failed request,
+    and a held connection would meet the restart with a batch's worth.
+    [THREADPOOL]"""
     held = _held_connections()
-    if engine in held:
+    if engine not in _WRITERS or engine in held:
         yield
         return
     held[engine] = None

@@ -131,8 +131,8 @@ class Storage:
 
     @contextmanager
     def connection_held(self) -> Iterator[None]:
-        """This thread's transactions inside the block share one connection
-        (`engine.held_connection`): for threads that commit all the time."""
+        """This thread's transactions inside the block share one connection on
+        SQLite (`engine.held_connection`): for threads that commit all the time."""
         with held_connection(self.engine):
             yield
 
