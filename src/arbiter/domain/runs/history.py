@@ -51,18 +51,17 @@ def advanced(run: RunRecord, args: dict[str, Any]) -> dict[str, Any] | None:
     most updates: storage then leaves the column unwritten."""
     stored = run.results_history
     games = run.wins + run.losses + run.draws
-    if stored is None:
-        return _history(FIRST_STEP, [_point(run, args, games)]) if games > 0 else None
-    step, fixed = int(stored["step"]), stored["points"]
-    if fixed and fixed[-1][0] > games:
+    step, fixed = (FIRST_STEP, []) if stored is None else (int(stored["step"]), stored["points"])
+    kept = fixed
+    if kept and kept[-1][0] > games:
         # A purge took games away: forget what no longer stands, and let the
         # rule below fix the current totals if they are due.
-        fixed = [p for p in fixed if p[0] <= games]
-    if games > 0 and (not fixed or games - fixed[-1][0] >= step):
-        fixed = [*fixed, _point(run, args, games)]
-        if len(fixed) >= MAX_POINTS:  # the latest point makes one more when read
-            fixed, step = [*fixed[:-1:2], fixed[-1]], 2 * step
-    return stored if fixed is stored["points"] else _history(step, fixed)
+        kept = [p for p in kept if p[0] <= games]
+    if games > 0 and (not kept or games - kept[-1][0] >= step):
+        kept = [*kept, _point(run, args, games)]
+        if len(kept) >= MAX_POINTS:  # the latest point makes one more when read
+            kept, step = [*kept[:-1:2], kept[-1]], 2 * step
+    return stored if kept is fixed else _history(step, kept)
 
 
 def points(run: RunRecord) -> list[Point]:
