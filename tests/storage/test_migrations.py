@@ -68,15 +68,18 @@ def test_0008_moves_the_results_history_out_of_the_args(engine: Engine) -> None:
     old_args = {**args, "results_history": {"step": 2, "points": points}}
     with Storage(engine).write() as tx:
         tx.runs.add(new_run_record("0" * 24, "alice", old_args, 0.0))
+        tx.runs.add(new_run_record("1" * 24, "alice", args, 0.0))  # no history: left alone
     command.downgrade(_config(engine), "0007")
     upgrade(engine)
     with engine.connect() as connection:
-        row = connection.execute(select(runs.c.args, runs.c.results_history)).one()
+        query = select(runs.c.args, runs.c.results_history).order_by(runs.c.id)
+        row, untouched = connection.execute(query).all()
     assert row.args == args
     assert row.results_history == {"step": 2, "points": points[:1]}
+    assert (untouched.args, untouched.results_history) == (args, None)
     command.downgrade(_config(engine), "0007")
     with engine.connect() as connection:
-        stored = connection.execute(text("SELECT args FROM runs")).scalar()
+        stored = connection.execute(text("SELECT args FROM runs ORDER BY id")).scalar()
     moved_back = stored if isinstance(stored, dict) else json.loads(stored)
     assert moved_back == {**args, "results_history": {"step": 2, "points": points[:1]}}
     upgrade(engine)

@@ -40,7 +40,11 @@ def upgrade() -> None:
     with op.batch_alter_table("runs", schema=None) as batch_op:
         batch_op.add_column(sa.Column(_KEY, _DOCUMENT, nullable=True))
     connection = op.get_bind()
-    for run_id, args in connection.execute(sa.select(_runs.c.id, _runs.c.args)).all():
+    # Only runs made by Arbiter have the key (a Fishtest import has none): the
+    # text test keeps the other runs' args, most of an imported database, unread.
+    mentioned = sa.cast(_runs.c.args, sa.Text).like(f'%"{_KEY}"%')
+    query = sa.select(_runs.c.id, _runs.c.args).where(mentioned)
+    for run_id, args in connection.execute(query).all():
         if isinstance(args, dict) and _KEY in args:
             history = args.pop(_KEY)
             _set(connection, run_id, args=args, results_history=_fixed(history))
@@ -48,7 +52,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     connection = op.get_bind()
-    query = sa.select(_runs.c.id, _runs.c.args, _runs.c[_KEY])
+    query = sa.select(_runs.c.id, _runs.c.args, _runs.c[_KEY]).where(_runs.c[_KEY].is_not(None))
     for run_id, args, history in connection.execute(query).all():
         if history is not None:
             _set(connection, run_id, args={**args, _KEY: history})
