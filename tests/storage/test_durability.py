@@ -219,3 +219,49 @@ def test_a_commit_already_synced_never_waits_for_another_sync(
         assert not later.done()
         held.released.set()
         later.result(timeout=10)
+
+
+def test_a_postponed_block_leaves_its_sync_to_whoever_waits_later(
+    sqlite_file_storage: Storage,
+) -> None:
+    """A batch thread's block: its commits return unsynced, the block too, and the
+    wait, from another thread, syncs them all at once."""
+    sync = wal_sync(sqlite_file_storage)
+    before = sync.syncs
+    with sqlite_file_storage.durable_later() as pending:
+        put(sqlite_file_storage, "a")
+        put(sqlite_file_storage, "b")
+    assert (sync.syncs, pending.pending) == (before, True)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(pending.wait).result(timeout=10)
+    assert (sync.syncs, pending.pending) == (before + 1, False)
+    pending.wait()  # nothing left: no second sync
+    assert sync.syncs == before + 1
+
+
+def test_a_postponed_commit_synced_by_a_later_writer_is_no_longer_pending(
+    sqlite_file_storage: Storage,
+) -> None:
+    sync = wal_sync(sqlite_file_storage)
+    with sqlite_file_storage.durable_later() as pending:
+        put(sqlite_file_storage, "a")
+    put(sqlite_file_storage, "b")  # its own sync covers "a", committed before it
+    before = sync.syncs
+    assert not pending.pending
+    pending.wait()
+    assert sync.syncs == before
+
+
+def test_a_postponed_block_inside_a_deferred_one_is_refused(
+    sqlite_file_storage: Storage,
+) -> None:
+    """The outer block would wait for commits it never saw, or the other way round."""
+    refused = pytest.raises(RuntimeError, match="postponed")
+    with deferred(), refused, sqlite_file_storage.durable_later():
+        pass
+    refused = pytest.raises(RuntimeError, match="postponed")
+    with sqlite_file_storage.durable_later(), refused, sqlite_file_storage.durable_later():
+        pass
+    with sqlite_file_storage.durable_later() as pending:  # left usable
+        put(sqlite_file_storage, "a")
+    pending.wait()

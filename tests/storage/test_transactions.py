@@ -196,3 +196,17 @@ def test_on_postgresql_each_transaction_still_gets_a_pinged_pooled_connection(
             assert engine.pool.checkedout() == 0  # returned after the transaction
     finally:
         engine.dispose()
+
+
+def test_a_postponed_write_is_committed_and_pending_only_where_a_sync_is_ours(
+    storage: Storage, database_url: str
+) -> None:
+    """On SQLite the fsync is left to the block's `wait()`; PostgreSQL's commit is
+    durable when it returns, so nothing is pending there and nobody waits."""
+    with storage.durable_later() as pending:
+        add_user(storage, "alice")
+    with storage.read() as tx:
+        assert tx.users.get("alice") is not None
+    assert pending.pending == database_url.startswith("sqlite")
+    pending.wait()
+    assert not pending.pending

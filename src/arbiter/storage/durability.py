@@ -13,7 +13,10 @@ wait for the disk. Code that commits while holding a lock of its own (a run's,
 the scheduler's) opens `deferred()` around that lock: commits inside only take
 their tickets, and the outermost block waits for them after the locks are
 released. Nothing is answered before that wait returns, so the guarantee a
-caller sees is the same as with `synchronous=FULL`.
+caller sees is the same as with `synchronous=FULL`. A thread that serves
+batches of callers goes one step further with `postponed()`: it hands the wait,
+with the callers' answers, to another thread, and serves its next batch while
+the disk syncs this one.
 
 All of it runs in the threadpool (it blocks on the disk).
 """
@@ -33,9 +36,14 @@ class WalSync:
         self._directory = database.parent
         self._sync_lock = threading.Lock()  # one fsync at a time; others wait, then check
         self._committed = 0  # tickets handed out; written under the engine's writer lock
-        self._synced = 0  # every ticket up to this one is durable
+        self._synced = 0  # every ticket up to this one is durable (read as `synced`)
         self._wal_inode: int | None = None
         self.syncs = 0  # how many fsyncs ran (tests and benchmarks read it)
+
+    @property
+    def synced(self) -> int:
+        """Every commit whose ticket is at most this is durable."""
+        return self._synced
 
     def ticket(self) -> int:
         """The ticket of a commit that has just returned (caller holds the writer lock)."""
@@ -97,6 +105,40 @@ def deferred() -> Iterator[None]:
         _local.pending = None
         for sync, ticket in pending.items():
             sync.wait(ticket)
+
+
+class Durability:
+    """What commits of a `postponed()` block still need: `wait()` makes them durable,
+    from any thread. Empty on PostgreSQL, whose commits are durable on return."""
+
+    def __init__(self) -> None:
+        self._tickets: dict[WalSync, int] = {}
+
+    @property
+    def pending(self) -> bool:
+        """Whether some commit of the block may not be durable yet."""
+        return any(sync.synced < ticket for sync, ticket in self._tickets.items())
+
+    def wait(self) -> None:
+        """Return once every commit of the block is durable."""
+        for sync, ticket in self._tickets.items():
+            sync.wait(ticket)
+
+
+@contextmanager
+def postponed() -> Iterator[Durability]:
+    """Like `deferred()`, except that nobody waits on the way out: the block's
+    commits return once SQLite has them, and whoever answers for them calls the
+    yielded `Durability.wait()` first (a batch thread hands it to another thread
+    and goes on with its next batch). Not nested in `deferred()` or itself."""
+    if getattr(_local, "pending", None) is not None:
+        raise RuntimeError("postponed() inside a deferred() or postponed() block")
+    durability = Durability()
+    _local.pending = durability._tickets
+    try:
+        yield durability
+    finally:
+        _local.pending = None
 
 
 def settle(sync: WalSync, ticket: int) -> None:

@@ -145,6 +145,14 @@ class Storage:
             yield
 
     @contextmanager
+    def durable_later(self) -> Iterator[durability.Durability]:
+        """Writes inside this block return before their commit is durable, and so
+        does the block: whoever answers for them calls the yielded object's
+        `wait()` first, in any thread (`storage/durability.py`)."""
+        with durability.postponed() as pending:
+            yield pending
+
+    @contextmanager
     def read(self) -> Iterator[Tx]:
         with _available(), read_transaction(self.engine) as connection:
             yield Tx(connection)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from arbiter.domain.runs import call_batches
-from arbiter.domain.runs.call_batches import BatchThread, QueuedCall
+from arbiter.domain.runs.call_batches import BatchThread, Finish, QueuedCall
 from tests import fresh_loop
 from tests.jobs.support import wait_until
 
@@ -403,3 +403,84 @@ def test_closing_a_thread_that_is_not_running_does_nothing() -> None:
     batches = batch_thread(Server())
     batches.close()
     assert not batches.running
+
+
+class Syncing:
+    """A `serve` that leaves its replies to a Finish, as a batch that still waits
+    for the disk does: each finish waits for `disk`, then answers (or, with
+    `sync_fails`, raises as a failed sync would)."""
+
+    def __init__(self, *, sync_fails: bool = False) -> None:
+        self.sync_fails = sync_fails
+        self.batches: list[list[int]] = []
+        self.finished: list[list[int]] = []
+        self.disk = threading.Event()
+
+    def __call__(self, calls: list[Echo]) -> Finish:
+        numbers = [call.number for call in calls]
+        self.batches.append(numbers)
+        for call in calls:  # refused at once: not waiting for the disk
+            if call.fail:
+                call.reply = ValueError(f"call {call.number}")
+
+        def finish() -> None:
+            assert self.disk.wait(PATIENCE)
+            if self.sync_fails:
+                raise OSError("fdatasync failed")
+            for call in calls:
+                if not call.fail:
+                    call.reply = {"n": call.number}
+            self.finished.append(numbers)
+
+        return finish
+
+
+def test_the_next_batch_is_served_while_the_last_waits_for_the_disk() -> None:
+    """Nobody is answered before their batch's finish returns, and the batch
+    thread does not wait for it: the next batch is served meanwhile."""
+    server = Syncing()
+    batches = BatchThread("test-batches-settled", server, take_all, 1.0)
+    first = blocking_in_thread(batches, 1)
+    wait_until(lambda: server.batches == [[1]], timeout=PATIENCE)
+    second = blocking_in_thread(batches, 2)
+    wait_until(lambda: server.batches == [[1], [2]], timeout=PATIENCE)
+    time.sleep(0.1)
+    assert server.finished == []  # both served, neither durable: nobody answered
+    names = {thread.name for thread in threading.enumerate()}
+    assert {"test-batches-settled", "test-batches-settled-settler"} <= names
+    server.disk.set()
+    assert (first(), second()) == ({"n": 1}, {"n": 2})
+    assert server.finished == [[1], [2]]  # in the order served
+
+
+def test_a_finish_that_fails_answers_its_waiting_calls_with_the_error() -> None:
+    """A failed sync: every call still without a reply gets its error (nobody is
+    told "saved"); a call answered at once, refused, keeps its own answer."""
+    server = Syncing(sync_fails=True)
+    batches = BatchThread("test-batches-failing", server, take_all, 0.05)
+    server.disk.set()
+
+    async def ask() -> list[dict[str, Any] | BaseException]:
+        calls = [batches.call_async(Echo(number=n, fail=n == 2)) for n in (1, 2, 3)]
+        gathered = asyncio.gather(*calls, return_exceptions=True)
+        return await asyncio.wait_for(gathered, PATIENCE)
+
+    replies = fresh_loop.run(ask())
+    assert [type(reply) for reply in replies] == [OSError, ValueError, OSError]
+    assert str(replies[1]) == "call 2"
+    with pytest.raises(OSError, match="fdatasync failed"):  # still failing, still answered
+        blocking_in_thread(batches, 4)()
+
+
+def test_close_waits_for_the_batches_left_to_finish() -> None:
+    server = Syncing()
+    batches = BatchThread("test-batches-close-settled", server, take_all, 60.0)
+    waiting = blocking_in_thread(batches, 1)
+    wait_until(lambda: server.batches == [[1]], timeout=PATIENCE)
+    closing = in_thread(batches.close)
+    time.sleep(0.1)
+    server.disk.set()
+    closing()
+    assert waiting() == {"n": 1}
+    names = {thread.name for thread in threading.enumerate()}
+    assert not names & {"test-batches-close-settled", "test-batches-close-settled-settler"}

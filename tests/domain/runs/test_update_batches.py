@@ -26,6 +26,7 @@ from tests.domain.runs.support import (
     worker,
 )
 from tests.jobs.support import wait_until
+from tests.storage.support import held_syncs
 
 Held = tuple[str, WorkerInfo, int]  # a task: its run id, its worker, its id
 
@@ -38,9 +39,12 @@ def stored_totals(storage: Storage, run_id: str) -> tuple[int, int, int, list[in
 
 
 def serve(runs: Runs, updates: list[ResultUpdate]) -> list[object]:
-    """One batch, served as the results thread serves what it finds waiting."""
+    """One batch, served as the results thread serves what it finds waiting, and
+    finished as its settler finishes it."""
     calls = [_UpdateCall(update=update) for update in updates]
-    runs.updates._serve(calls)
+    finish = runs.updates._serve(calls)
+    if finish is not None:
+        finish()
     return [call.reply for call in calls]
 
 
@@ -275,3 +279,32 @@ def test_inconsistent_counts_are_refused_before_they_are_queued(
     with pytest.raises(BadRequest, match="incompatible stats"):
         fresh_loop.run(send())
     assert not runs.updates._thread.running
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the sync is ours
+def test_an_update_is_answered_once_synced_while_the_next_batch_is_served(
+    runs: Runs, storage: Storage, two_runs: list[Held], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The results thread leaves a batch's fsync to its settler: while that sync
+    is held, the next update is already committed, and neither is answered."""
+    (run_a, info_a, task_a), (run_b, info_b, task_b) = two_runs[0], two_runs[-1]
+    before = stored_totals(storage, run_b)[2]
+
+    async def send() -> list[dict[str, object]]:
+        first = asyncio.ensure_future(
+            runs.updates.update_task_async(ResultUpdate(info_a, run_a, task_a, pairs(dd=1)))
+        )
+        await asyncio.to_thread(held.wait_for_calls, 1)
+        second = asyncio.ensure_future(
+            runs.updates.update_task_async(ResultUpdate(info_b, run_b, task_b, pairs(dd=1)))
+        )
+        committed = lambda: stored_totals(storage, run_b)[2] == before + 2  # noqa: E731
+        await asyncio.to_thread(wait_until, committed, 5)
+        await asyncio.sleep(0.1)
+        assert not first.done()
+        assert not second.done()
+        held.released.set()
+        return list(await asyncio.gather(first, second))
+
+    with held_syncs(monkeypatch) as held:
+        assert fresh_loop.run(send()) == [{"task_alive": True}] * 2

@@ -17,6 +17,13 @@ of a core (latency first while CPU is cheap), all of `gather_seconds` from
 GATHER_FULL_LOAD (CPU first near saturation), in proportion between. A call
 that comes alone, at a low rate, is served at once.
 
+A batch's fsync need not hold up the next batch: `serve` may return what is
+left to do before its calls can be answered (wait for the disk, then hand out
+the replies). A second thread, the batch thread's settler, does that and
+answers them, in order, while the batch thread already serves the next batch;
+one fsync then often covers several batches. Nobody is answered before the
+wait returns, so a caller told "saved" is never contradicted by a crash.
+
 Each thread runs inside its `lifetime` context: the runs services hold one
 database connection there (storage's `connection_held`), since checking one
 out and back in for every batch cost about 34 us of CPU. `close()` ends the
@@ -25,7 +32,8 @@ the engine.
 
 Threads: `submit`, `call_async` run on the event loop or any thread (they only
 touch the queue, under a lock held for a few list operations); `call_blocking`
-in any thread but the event loop's; the `serve` function on the batch thread.
+in any thread but the event loop's; the `serve` function on the batch thread,
+what it returns on the settler.
 """
 
 import asyncio
@@ -36,6 +44,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+
+from arbiter.storage.durability import Durability
 
 
 @dataclass(eq=False)
@@ -52,6 +62,11 @@ class QueuedCall:
 
 
 CallT = TypeVar("CallT", bound=QueuedCall)
+
+# What a batch's `serve` may leave to the settler: the steps (a wait for the disk,
+# then the replies) after which its calls can be answered. A call still without
+# a reply when it returns or raises gets the error.
+Finish = Callable[[], None]
 
 RATE_WINDOW = 1.0  # s: the arrival rate and the load are moving averages over about this long
 GATHER_WHEN_EXPECTED = 0.5  # gather when this many more calls are expected meanwhile
@@ -80,15 +95,16 @@ class ProcessLoad:
 
 
 class BatchThread(Generic[CallT]):
-    """`serve(batch)` answers every call of `batch` (sets each one's `reply`);
-    `take(queue)` removes the next batch from the queue, which it may reorder;
-    `not_queued(call)` undoes what the caller did for a call that could not be
-    queued (no thread could start)."""
+    """`serve(batch)` answers every call of `batch` (sets each one's `reply`), or
+    returns a `Finish` that will, run on the settler; `take(queue)` removes the
+    next batch from the queue, which it may reorder; `not_queued(call)` undoes
+    what the caller did for a call that could not be queued (no thread could
+    start)."""
 
     def __init__(
         self,
         name: str,
-        serve: Callable[[list[CallT]], None],
+        serve: Callable[[list[CallT]], Finish | None],
         take: Callable[[deque[CallT]], list[CallT]],
         idle_seconds: float,
         not_queued: Callable[[CallT], None] = lambda call: None,
@@ -113,6 +129,7 @@ class BatchThread(Generic[CallT]):
         self._arrived = 0  # calls queued since the last batch was taken
         self._rate = 0.0  # calls a second, averaged over about RATE_WINDOW
         self._rated_at = time.monotonic()
+        self._settler: BatchThread[_Settlement] | None = None  # made on first use
 
     @property
     def queued(self) -> int:
@@ -170,6 +187,8 @@ class BatchThread(Generic[CallT]):
             self._closing = True
             self._wakeup.notify()
         thread.join(timeout)
+        if self._settler is not None:  # the batch thread has handed it all it will
+            self._settler.close(timeout)
 
     def _serve_forever(self) -> None:
         try:
@@ -197,12 +216,25 @@ class BatchThread(Generic[CallT]):
                 calls = self._take(self._queue)
                 self._note_arrivals()
             try:
-                self._serve(calls)
+                finish = self._serve(calls)
             except Exception as error:  # a bug in serve: still, nobody waits forever
-                for call in calls:
-                    if call.reply is None:
-                        call.reply = error
-            answer(calls)
+                _fail_unanswered(calls, error)
+                finish = None
+            if finish is None:
+                answer(calls)
+            else:
+                self._settle(calls, finish)
+
+    def _settle(self, calls: list[CallT], finish: Finish) -> None:
+        """Leave `finish` and the answers to the settler (batch thread)."""
+        if self._settler is None:
+            self._settler = BatchThread(
+                f"{self._name}-settler", _settle_each, _take_all, self._idle_seconds
+            )
+        try:
+            self._settler.submit(_Settlement(calls, finish))
+        except RuntimeError:  # no thread to be had: settle here
+            _settle_each([_Settlement(calls, finish)])
 
     def _gather_pause(self) -> float:
         """How long to let the queue fill before taking a batch (lock held)."""
@@ -225,6 +257,57 @@ class BatchThread(Generic[CallT]):
         self._arrived, self._rated_at = 0, now
         if self._queue:  # what the batch left behind has waited since now
             self._first_queued_at = now
+
+
+def reply_when_durable(
+    durability: Durability, replies: "Sequence[tuple[QueuedCall, dict[str, Any] | Exception]]"
+) -> Finish | None:
+    """What a `serve` returns for a batch whose commits `durability` covers: the
+    replies handed out only once the disk has them, by the settler if it must
+    still wait for the sync (None: handed out now, nothing was left to sync)."""
+
+    def finish() -> None:
+        durability.wait()  # if the sync fails, these stay unanswered: its error
+        for call, reply in replies:
+            call.reply = reply
+
+    if durability.pending:
+        return finish
+    finish()
+    return None
+
+
+@dataclass(eq=False)
+class _Settlement(QueuedCall):
+    """A served batch's calls and what remains before they are answered: queued
+    to the settler, which answers the calls itself (nobody waits on this one)."""
+
+    calls: Sequence[QueuedCall]
+    finish: Finish
+
+
+def _settle_each(settlements: list[_Settlement]) -> None:
+    """The settler's serve: finish each batch in the order served and answer it
+    (after the first wait for the disk, the others mostly find their commits
+    synced already)."""
+    for settlement in settlements:
+        try:
+            settlement.finish()
+        except Exception as error:  # the sync failed: nobody is told "saved"
+            _fail_unanswered(settlement.calls, error)
+        answer(settlement.calls)
+
+
+def _take_all(queue: "deque[_Settlement]") -> list[_Settlement]:
+    taken = list(queue)
+    queue.clear()
+    return taken
+
+
+def _fail_unanswered(calls: "Sequence[QueuedCall]", error: Exception) -> None:
+    for call in calls:
+        if call.reply is None:
+            call.reply = error
 
 
 def answer(calls: "Sequence[QueuedCall]") -> None:

@@ -6,10 +6,11 @@ a decision, and a caller told "too busy" costs nothing more; one account holds
 at most its share of it (`admission.AdmissionGate`). The seeds' one
 lock around the decision becomes one scheduling thread: it takes every call
 waiting at once, decides them one after another (each decision sees those
-before it), commits all their tasks in one transaction, waits once for that
-to be durable, then answers them. A batch of calls costs one transaction and one fsync, and a
-call waiting its turn holds no threadpool thread. The thread starts when a
-call comes and ends after IDLE_SECONDS without one.
+before it), commits all their tasks in one transaction and goes on to the
+next calls, while its settler waits for that commit to be durable and then
+answers them (call_batches.py). A batch of calls costs one transaction and at
+most one fsync, and a call waiting its turn holds no threadpool thread. The
+thread starts when a call comes and ends after IDLE_SECONDS without one.
 
 Threads: `admit` and `assign_task_async` run on the event loop (they only
 touch the queue, under a lock held for a few list operations); `request_task`
@@ -26,7 +27,12 @@ import msgspec
 from arbiter.domain.accounts import User
 from arbiter.domain.files.books import BookIndex
 from arbiter.domain.runs.admission import AdmissionGate
-from arbiter.domain.runs.call_batches import BatchThread, QueuedCall
+from arbiter.domain.runs.call_batches import (
+    BatchThread,
+    Finish,
+    QueuedCall,
+    reply_when_durable,
+)
 from arbiter.domain.runs.documents import results_view, wire_args
 from arbiter.domain.runs.ingest import retire_task
 from arbiter.domain.runs.ranking import (
@@ -41,6 +47,7 @@ from arbiter.domain.runs.registry import Change, Registry, RunContext, RunState
 from arbiter.domain.workers import BlockedMachines
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.protocol.workers import worker_names
+from arbiter.storage.durability import Durability
 from arbiter.storage.records import RunRecord, TaskRecord, no_results
 from arbiter.telemetry import SCHEDULER_BATCH_SIZE
 
@@ -201,24 +208,31 @@ class TaskScheduler:
 
     # --- the scheduling thread ---
 
-    def _serve(self, calls: list[_Call]) -> None:
-        """Decide, commit, make durable, answer. Any error is every call's answer:
-        nothing of the batch was published unless all of it committed."""
+    def _serve(self, calls: list[_Call]) -> Finish | None:
+        """Decide and commit; the replies once that is durable (on the settler if the
+        disk must still sync it). Any error is every call's answer: nothing of
+        the batch was published unless all of it committed."""
         try:
-            decided = self._decide_and_commit(calls)
-            for call, outcome in zip(calls, decided, strict=True):
-                call.reply = self._reply(outcome) if isinstance(outcome, Assignment) else outcome
+            decided, durability = self._decide_and_commit(calls)
+            replies = [
+                self._reply(outcome) if isinstance(outcome, Assignment) else outcome
+                for outcome in decided
+            ]
         except Exception as error:
             for call in calls:
                 call.reply = error
+            return None
+        return reply_when_durable(durability, list(zip(calls, replies, strict=True)))
 
-    def _decide_and_commit(self, calls: list[_Call]) -> list[Assignment | dict[str, Any]]:
+    def _decide_and_commit(
+        self, calls: list[_Call]
+    ) -> tuple[list[Assignment | dict[str, Any]], Durability]:
         batch = _Batch(self._context.registry)
         SCHEDULER_BATCH_SIZE.observe(len(calls))
-        # The fsync is waited for on the way out, once the run locks are free and
-        # the calls' places at the gate are given back: the next calls get in and
-        # queue while this one's commit reaches the disk, to form the next batch.
-        with self._context.storage.durable_on_exit():
+        # Nobody waits for the fsync here: the run locks are free and the calls'
+        # places at the gate given back at once, and the settler waits for the
+        # disk while this thread decides the next calls.
+        with self._context.storage.durable_later() as durability:
             try:
                 decided = [self._decide(call, batch) for call in calls]
                 pending = batch.pending()
@@ -231,7 +245,7 @@ class TaskScheduler:
                 batch.release()
                 for call in calls:
                     self._gate.leave(call.user.username)
-        return decided
+        return decided, durability
 
     def _decide(self, call: _Call, batch: _Batch) -> Assignment | dict[str, Any]:
         refusal = self._refusal(call, batch)

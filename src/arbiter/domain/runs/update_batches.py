@@ -7,8 +7,9 @@ profiles: SQLAlchemy's connection, begin, execute and commit, the thread hops),
 not to the update itself. Here one thread takes every update waiting, folds
 each into its run's change under the run's lock (updates of one run chain,
 each reading what the previous left), commits all the runs' changes in one
-transaction, waits once for the sync, and only then answers: a worker told
-"saved" is never contradicted by a crash, as before.
+transaction, and leaves the wait for its sync to the settler (call_batches.py),
+which answers only then: a worker told "saved" is never contradicted by a
+crash, as before. Meanwhile this thread serves the next batch.
 
 Each update is answered as if it had run alone: a refused one (400) changes
 nothing and does not affect the others; if the commit fails, every update of
@@ -24,7 +25,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from arbiter.domain.runs.call_batches import BatchThread, QueuedCall
+from arbiter.domain.runs.call_batches import (
+    BatchThread,
+    Finish,
+    QueuedCall,
+    reply_when_durable,
+)
 from arbiter.domain.runs.ingest import ResultIngest, ResultUpdate, check_consistent
 from arbiter.domain.runs.registry import Change, RunContext, RunState
 from arbiter.telemetry import UPDATE_BATCH_SIZE
@@ -74,11 +80,11 @@ class UpdateBatches:
         check_consistent(update.stats)  # a 400 before anything is read or queued
         return await self._thread.call_async(_UpdateCall(update=update))
 
-    def _serve(self, calls: list[_UpdateCall]) -> None:
+    def _serve(self, calls: list[_UpdateCall]) -> Finish | None:
         UPDATE_BATCH_SIZE.observe(len(calls))
         later: list[_UpdateCall] = []
         held: dict[str, _RunBatch] = {}
-        with self._context.storage.durable_on_exit():
+        with self._context.storage.durable_later() as durability:
             try:
                 for call in calls:
                     batch = self._hold(held, call.update.run_id)
@@ -90,15 +96,12 @@ class UpdateBatches:
             finally:
                 for batch in held.values():
                     batch.state.lock.release()
-        # Only now, the batch durable: a sync that fails leaves these unanswered,
-        # and the batch thread answers them with its error.
-        for call, reply in replies:
-            call.reply = reply
-        for call in later:  # rare: served alone, in their own transactions
+        for call in later:  # rare: served alone, each durable before it returns
             try:
                 call.reply = self._ingest.update_alone(call.update)
             except Exception as error:
                 call.reply = error
+        return reply_when_durable(durability, replies)
 
     def _hold(self, held: dict[str, _RunBatch], run_id: str) -> _RunBatch | None:
         """The run's batch, its lock taken on first use without waiting (a run busy
