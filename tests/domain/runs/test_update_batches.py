@@ -17,6 +17,7 @@ from arbiter.domain.runs.update_batches import UpdateBatches, _UpdateCall
 from arbiter.protocol.messages import Stats, WorkerInfo
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
+from arbiter.storage.engine import wal_sync
 from tests import fresh_loop
 from tests.domain.runs.support import (
     approved_run,
@@ -26,7 +27,6 @@ from tests.domain.runs.support import (
     worker,
 )
 from tests.jobs.support import wait_until
-from tests.storage.support import held_syncs
 
 Held = tuple[str, WorkerInfo, int]  # a task: its run id, its worker, its id
 
@@ -282,29 +282,27 @@ def test_inconsistent_counts_are_refused_before_they_are_queued(
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the sync is ours
-def test_an_update_is_answered_once_synced_while_the_next_batch_is_served(
-    runs: Runs, storage: Storage, two_runs: list[Held], monkeypatch: pytest.MonkeyPatch
+def test_a_batch_is_answered_once_synced_and_the_next_is_served_before(
+    runs: Runs, storage: Storage, two_runs: list[Held]
 ) -> None:
-    """The results thread leaves a batch's fsync to its settler: while that sync
-    is held, the next update is already committed, and neither is answered."""
+    """The results thread's serve commits a batch and returns what is left, the
+    wait for its sync and the replies: the next batch is committed before that
+    runs, and the replies appear only once it has."""
     (run_a, info_a, task_a), (run_b, info_b, task_b) = two_runs[0], two_runs[-1]
     before = stored_totals(storage, run_b)[2]
-
-    async def send() -> list[dict[str, object]]:
-        first = asyncio.ensure_future(
-            runs.updates.update_task_async(ResultUpdate(info_a, run_a, task_a, pairs(dd=1)))
-        )
-        await asyncio.to_thread(held.wait_for_calls, 1)
-        second = asyncio.ensure_future(
-            runs.updates.update_task_async(ResultUpdate(info_b, run_b, task_b, pairs(dd=1)))
-        )
-        committed = lambda: stored_totals(storage, run_b)[2] == before + 2  # noqa: E731
-        await asyncio.to_thread(wait_until, committed, 5)
-        await asyncio.sleep(0.1)
-        assert not first.done()
-        assert not second.done()
-        held.released.set()
-        return list(await asyncio.gather(first, second))
-
-    with held_syncs(monkeypatch) as held:
-        assert fresh_loop.run(send()) == [{"task_alive": True}] * 2
+    sync = wal_sync(storage.engine)
+    assert sync is not None
+    first = [_UpdateCall(update=ResultUpdate(info_a, run_a, task_a, pairs(dd=1)))]
+    second = [_UpdateCall(update=ResultUpdate(info_b, run_b, task_b, pairs(dd=1)))]
+    syncs = sync.syncs
+    finish_first = runs.updates._serve(first)
+    finish_second = runs.updates._serve(second)
+    assert finish_first is not None
+    assert finish_second is not None
+    assert stored_totals(storage, run_b)[2] == before + 2  # committed, not yet answered
+    assert [call.reply for call in first + second] == [None, None]
+    assert sync.syncs == syncs
+    finish_first()
+    finish_second()  # covered by the first one's sync
+    assert [call.reply for call in first + second] == [{"task_alive": True}] * 2
+    assert sync.syncs == syncs + 1

@@ -19,9 +19,11 @@ that comes alone, at a low rate, is served at once.
 
 A batch's fsync need not hold up the next batch: `serve` may return what is
 left to do before its calls can be answered (wait for the disk, then hand out
-the replies). A second thread, the batch thread's settler, does that and
-answers them, in order, while the batch thread already serves the next batch;
-one fsync then often covers several batches. Nobody is answered before the
+the replies). When calls are already waiting for the next batch, a second
+thread, the batch thread's settler, does that and answers them, in order,
+while the batch thread serves the next batch; one fsync then often covers
+several batches. With nobody waiting, the batch thread does it itself (a
+thread hop for nothing costs CPU at low load). Nobody is answered before the
 wait returns, so a caller told "saved" is never contradicted by a crash.
 
 Each thread runs inside its `lifetime` context: the runs services hold one
@@ -222,8 +224,10 @@ class BatchThread(Generic[CallT]):
                 finish = None
             if finish is None:
                 answer(calls)
-            else:
+            elif self._queue:  # calls wait: serve them while the settler waits for the disk
                 self._settle(calls, finish)
+            else:  # nothing to serve meanwhile: wait here and save the hop
+                _settle_each([_Settlement(calls, finish)])
 
     def _settle(self, calls: list[CallT], finish: Finish) -> None:
         """Leave `finish` and the answers to the settler (batch thread)."""

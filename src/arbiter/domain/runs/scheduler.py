@@ -6,11 +6,12 @@ a decision, and a caller told "too busy" costs nothing more; one account holds
 at most its share of it (`admission.AdmissionGate`). The seeds' one
 lock around the decision becomes one scheduling thread: it takes every call
 waiting at once, decides them one after another (each decision sees those
-before it), commits all their tasks in one transaction and goes on to the
-next calls, while its settler waits for that commit to be durable and then
-answers them (call_batches.py). A batch of calls costs one transaction and at
-most one fsync, and a call waiting its turn holds no threadpool thread. The
-thread starts when a call comes and ends after IDLE_SECONDS without one.
+before it), commits all their tasks in one transaction and answers them once
+that commit is durable; when more calls wait, its settler waits for the disk
+and answers while this thread decides them (call_batches.py). A batch of
+calls costs one transaction and at most one fsync, and a call waiting its
+turn holds no threadpool thread. The thread starts when a call comes and
+ends after IDLE_SECONDS without one.
 
 Threads: `admit` and `assign_task_async` run on the event loop (they only
 touch the queue, under a lock held for a few list operations); `request_task`
@@ -230,8 +231,8 @@ class TaskScheduler:
         batch = _Batch(self._context.registry)
         SCHEDULER_BATCH_SIZE.observe(len(calls))
         # Nobody waits for the fsync here: the run locks are free and the calls'
-        # places at the gate given back at once, and the settler waits for the
-        # disk while this thread decides the next calls.
+        # places at the gate given back at once, and the disk is waited for
+        # after (by the settler while this thread decides the next calls).
         with self._context.storage.durable_later() as durability:
             try:
                 decided = [self._decide(call, batch) for call in calls]

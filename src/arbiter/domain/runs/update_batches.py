@@ -7,9 +7,10 @@ profiles: SQLAlchemy's connection, begin, execute and commit, the thread hops),
 not to the update itself. Here one thread takes every update waiting, folds
 each into its run's change under the run's lock (updates of one run chain,
 each reading what the previous left), commits all the runs' changes in one
-transaction, and leaves the wait for its sync to the settler (call_batches.py),
-which answers only then: a worker told "saved" is never contradicted by a
-crash, as before. Meanwhile this thread serves the next batch.
+transaction, and answers only once its sync is done: a worker told "saved" is
+never contradicted by a crash, as before. When more updates wait, that wait
+is left to the thread's settler (call_batches.py) while this thread serves
+them.
 
 Each update is answered as if it had run alone: a refused one (400) changes
 nothing and does not affect the others; if the commit fails, every update of
