@@ -224,21 +224,24 @@ class BatchThread(Generic[CallT]):
                 finish = None
             if finish is None:
                 answer(calls)
-            elif self._queue:  # calls wait: serve them while the settler waits for the disk
-                self._settle(calls, finish)
-            else:  # nothing to serve meanwhile: wait here and save the hop
-                _settle_each([_Settlement(calls, finish)])
+            else:
+                self._settle(_Settlement(calls, finish))
 
-    def _settle(self, calls: list[CallT], finish: Finish) -> None:
-        """Leave `finish` and the answers to the settler (batch thread)."""
-        if self._settler is None:
-            self._settler = BatchThread(
-                f"{self._name}-settler", _settle_each, _take_all, self._idle_seconds
-            )
-        try:
-            self._settler.submit(_Settlement(calls, finish))
-        except RuntimeError:  # no thread to be had: settle here
-            _settle_each([_Settlement(calls, finish)])
+    def _settle(self, settlement: "_Settlement") -> None:
+        """Finish a batch and answer it: on the settler when calls wait (this
+        thread serves them meanwhile), here otherwise, which saves the hop, or
+        when no settler thread can start. [batch thread]"""
+        if self._queue:
+            if self._settler is None:
+                self._settler = BatchThread(
+                    f"{self._name}-settler", _settle_each, _take_all, self._idle_seconds
+                )
+            try:
+                self._settler.submit(settlement)
+                return
+            except RuntimeError:
+                pass
+        _settle_each([settlement])
 
     def _gather_pause(self) -> float:
         """How long to let the queue fill before taking a batch (lock held)."""
