@@ -36,7 +36,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 import httpx2 as httpx
 import uvloop
 
-from bench import harness, profile
+from bench import collector, harness, profile
 from bench.command import command_line
 from bench.fleetsim import (
     TAIL_SAMPLES,
@@ -89,6 +89,7 @@ class Phase:
     non_json: int = 0
     connections: int = 0
     worst_by_second: dict[int, float] = field(default_factory=dict)
+    collector_pauses: dict[str, collector.Pauses] | None = None  # None: not scraped
 
     def p(self, endpoint: str, q: float) -> float:
         return percentile(self.latencies.get(endpoint, []), q) * 1000
@@ -294,9 +295,11 @@ async def arbiter_phase(
         profiler = None
         if setup.profile is not None:
             profiler = asyncio.create_task(profile_window(pid, options, setup.profile))
+        pauses = asyncio.create_task(collector_window(server.url, options))
         phase, fleet = await run_phase("arbiter", pid, port, config, options)
         if profiler is not None:
             await profiler
+        phase.collector_pauses = await pauses
         problems = reconcile(server.url, fleet, run_ids)
         return phase, fleet, problems, harness.server_errors(server)
 
@@ -308,6 +311,14 @@ async def profile_window(pid: int, options: Options, output: Path) -> None:
     _, errors = await asyncio.to_thread(recorder.communicate)
     if recorder.returncode != 0:
         print(f"py-spy failed: {errors.decode(errors='replace')[-500:]}", file=sys.stderr)
+
+
+async def collector_window(url: str, options: Options) -> dict[str, collector.Pauses]:
+    """The garbage collector's pauses in the measurement window."""
+    await asyncio.sleep(options.ramp)
+    start = await asyncio.to_thread(collector.scrape, url)
+    await asyncio.sleep(options.duration - options.ramp)
+    return collector.difference(await asyncio.to_thread(collector.scrape, url), start)
 
 
 def ratio(value: float, base: float) -> str:
@@ -384,6 +395,11 @@ def summary(arbiter: Phase, baseline: Phase | None) -> list[str]:
         f'- "Too busy": {arbiter.too_busy_ratio * 100:.3f}% of request_task replies.',
         f"- Errors by kind: {errors}. Replies that were not JSON: {arbiter.non_json}.",
         stalls(arbiter),
+        *(
+            [collector.describe(arbiter.collector_pauses)]
+            if arbiter.collector_pauses is not None
+            else []
+        ),
         f"- Events: {events}.",
         f"- Load generator: {arbiter.client_cpu / arbiter.window * 100:.0f}% of its core;"
         f" sends later than 10 ms after their intended time: {arbiter.late_sends}.",

@@ -2,11 +2,16 @@
 
 A leaf module (it imports nothing of ours), so storage and the domain can
 record what only they see (how long a commit takes, how many request_task
-calls one scheduling batch decided) without knowing about the web layer.
+calls one scheduling batch decided, how long the garbage collector held the
+process) without knowing about the web layer.
 The collectors belong to no registry: each app's registry (`web/metrics.py`)
 registers them, so every app built in one process (tests build many) shows
 the same process-wide figures.
 """
+
+import gc
+import time
+from typing import Any
 
 from prometheus_client import Histogram
 
@@ -33,4 +38,41 @@ UPDATE_BATCH_SIZE = Histogram(
     registry=None,
 )
 
-PROCESS_WIDE = (COMMIT_SECONDS, SCHEDULER_BATCH_SIZE, UPDATE_BATCH_SIZE)
+# How long each collection of the garbage collector stopped the process (every
+# thread: it holds the GIL), by the oldest generation it collected.
+GC_PAUSE_SECONDS = Histogram(
+    "arbiter_gc_pause_seconds",
+    "Time the garbage collector held the process, by the oldest generation collected",
+    ["generation"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5),
+    registry=None,
+)
+
+PROCESS_WIDE = (COMMIT_SECONDS, SCHEDULER_BATCH_SIZE, UPDATE_BATCH_SIZE, GC_PAUSE_SECONDS)
+
+
+class _CollectionTimer:
+    """A `gc.callbacks` entry timing each collection into GC_PAUSE_SECONDS.
+
+    It runs in whichever thread's allocation started the collection, holding
+    the GIL; collections never overlap, so one start time is enough."""
+
+    def __init__(self) -> None:
+        self.by_generation = [GC_PAUSE_SECONDS.labels(str(g)) for g in range(3)]
+        self.started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self.started = time.perf_counter()
+        elif self.started:
+            self.by_generation[info["generation"]].observe(time.perf_counter() - self.started)
+            self.started = 0.0
+
+
+_collection_timer = _CollectionTimer()
+
+
+def time_collector_pauses() -> None:
+    """Time every collection from now on (once per process; again is a no-op)."""
+    if _collection_timer not in gc.callbacks:
+        gc.callbacks.append(_collection_timer)

@@ -79,6 +79,8 @@ def test_gauges_show_the_live_runs_workers_gate_and_threadpool(
     assert found[("arbiter_commit_duration_seconds_count", ())] >= 1
     assert found[("arbiter_overload_shedding", ())] == 0
     assert ("arbiter_loop_lag_worst_seconds", ()) in found
+    for generation in "012":  # timed by the serving process, present (and 0) in any app
+        assert ("arbiter_gc_pause_seconds_count", (("generation", generation),)) in found
     assert ("process_cpu_seconds_total", ()) in found
 
 

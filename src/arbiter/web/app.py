@@ -30,6 +30,7 @@ from starlette.middleware import Middleware
 from arbiter.domain.accounts import ActiveSession
 from arbiter.protocol import WORKER_PATHS
 from arbiter.storage.lease import PrimaryLease, primary_lease
+from arbiter.telemetry import time_collector_pauses
 from arbiter.web.access_log import AccessLog
 from arbiter.web.bootstrap import (
     JobTable,
@@ -93,8 +94,10 @@ def _tune_runtime_for_serving() -> None:
     What exists once start-up is done (modules, the app, runs loaded into
     memory) lives as long as the process: frozen, full collections no longer
     walk it. A larger young generation means fewer, still short, collections;
-    under fleet load CPython's default ran one every few requests.
+    under fleet load CPython's default ran one every few requests. Each
+    collection's pause is timed for `/metrics` (arbiter_gc_pause_seconds).
     """
+    time_collector_pauses()
     gc.collect()
     gc.freeze()
     _young, middle, old = gc.get_threshold()

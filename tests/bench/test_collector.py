@@ -1,0 +1,18 @@
+"""The collector's pauses as a fleet report gives them (bench/collector.py)."""
+
+from bench.collector import Pauses, describe, difference
+
+
+def test_the_window_is_the_difference_of_two_scrapes() -> None:
+    start = {"0": Pauses(10, 0.1, 1), "1": Pauses(1, 0.1, 1), "2": Pauses(0, 0.0, 0)}
+    end = {"0": Pauses(14, 0.14, 2), "1": Pauses(2, 0.2, 2), "2": Pauses(0, 0.0, 0)}
+    window = difference(end, start)
+    assert window["0"].count == 4
+    assert describe(window) == (
+        "- Collector pauses in the window: young 4 (mean 10.0 ms, 1 over 20 ms);"
+        " middle 1 (mean 100.0 ms, 1 over 20 ms); full none."
+    )
+
+
+def test_a_server_without_the_metric_says_so() -> None:
+    assert describe({}) == "- Collector pauses: not reported by this server."
