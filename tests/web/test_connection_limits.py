@@ -4,12 +4,13 @@ trickled heads and bodies, and the cap on open connections. The limits act
 before any storage is touched, so SQLite alone is used."""
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import select
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import uvicorn
 from arbiter.web.connection_limits import (
     FD_RESERVE,
     ConnectionLimits,
+    LimitedHttpToolsProtocol,
     reply_bytes,
     shown_path,
 )
@@ -293,31 +295,94 @@ async def one_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) 
     return head
 
 
-def test_an_idle_connection_keeps_nothing_of_its_finished_request() -> None:
-    """Between requests a connection holds no finished cycle, scope or headers,
-    and its keep-alive timer does not hold the request's context: with 10,000
-    idle connections each of those was two dozen live objects that every young
-    collection of the garbage collector walked. Keep-alive still works."""
+@contextlib.asynccontextmanager
+async def serving(keep_alive: float = 75.0) -> AsyncIterator[tuple[uvicorn.Server, int]]:
+    """`marking_app` under Arbiter's uvicorn setup in this loop, with this
+    keep-alive timeout; the server and its port."""
     port = free_port()
-    server = uvicorn.Server(uvicorn_config(marking_app, "127.0.0.1", port, "warning"))
-
-    async def scenario() -> None:
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.01)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        assert (await one_reply(reader, writer)).startswith(b"HTTP/1.1 200")
-        (protocol,) = server.server_state.connections
-        assert protocol.cycle is None
-        assert protocol.scope == {}
-        assert protocol.headers == []
-        timer = protocol.timeout_keep_alive_task
-        assert timer is not None
-        armed_in = timer._context  # asyncio's loop here (a uvloop handle keeps it too)
-        assert REQUEST_MARK not in armed_in
-        assert (await one_reply(reader, writer)).startswith(b"HTTP/1.1 200")  # served again
-        writer.close()
+    config = uvicorn_config(marking_app, "127.0.0.1", port, "warning")
+    config.timeout_keep_alive = keep_alive  # type: ignore[assignment]
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield server, port
+    finally:
         server.should_exit = True
         await serving
+
+
+async def closed_at(reader: asyncio.StreamReader) -> float:
+    """When (time.monotonic) the server closes this connection."""
+    assert await asyncio.wait_for(reader.read(), timeout=30) == b""
+    return time.monotonic()
+
+
+def test_an_idle_connection_keeps_nothing_of_its_finished_request() -> None:
+    """Between requests a connection holds no finished cycle, scope or headers,
+    and no keep-alive timer (with the request's context): with 10,000 idle
+    connections each of those was two dozen live objects that every young
+    collection of the garbage collector walked. Keep-alive still works."""
+
+    async def scenario() -> None:
+        async with serving() as (server, port):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            assert (await one_reply(reader, writer)).startswith(b"HTTP/1.1 200")
+            (protocol,) = server.server_state.connections
+            assert isinstance(protocol, LimitedHttpToolsProtocol)
+            assert protocol.cycle is None
+            assert dict(protocol.scope) == {}
+            assert protocol.headers == []
+            assert protocol.timeout_keep_alive_task is None
+            assert list(protocol.idle.since) == [protocol]
+            assert (await one_reply(reader, writer)).startswith(b"HTTP/1.1 200")  # served again
+            writer.close()
+
+    fresh_loop.run(scenario())
+
+
+def test_a_connection_idle_past_the_keep_alive_timeout_is_closed() -> None:
+    """The sweep closes an idle connection once its timeout is over, never
+    before, and the oldest first; one that goes on asking stays open."""
+    keep_alive = 0.8
+
+    async def scenario() -> None:
+        async with serving(keep_alive) as (_, port):
+            first = await asyncio.open_connection("127.0.0.1", port)
+            await one_reply(*first)
+            first_idle = time.monotonic()
+            await asyncio.sleep(keep_alive / 2)
+            second = await asyncio.open_connection("127.0.0.1", port)
+            await one_reply(*second)
+            second_idle = time.monotonic()
+            busy = await asyncio.open_connection("127.0.0.1", port)
+            first_closed = asyncio.create_task(closed_at(first[0]))
+            second_closed = asyncio.create_task(closed_at(second[0]))
+            while not second_closed.done():  # the busy one asks more often than the timeout
+                assert (await one_reply(*busy)).startswith(b"HTTP/1.1 200")
+                await asyncio.sleep(keep_alive / 4)
+            assert keep_alive <= await first_closed - first_idle < keep_alive + 5
+            assert keep_alive <= await second_closed - second_idle < keep_alive + 5
+            assert await first_closed <= await second_closed
+            assert (await one_reply(*busy)).startswith(b"HTTP/1.1 200")
+            for _, writer in (first, second, busy):
+                writer.close()
+
+    fresh_loop.run(scenario())
+
+
+def test_a_connection_that_never_asks_is_closed_after_the_keep_alive_timeout() -> None:
+    """Opened and left silent, a connection would hold a descriptor for ever
+    (uvicorn arms its timer only after a response)."""
+    keep_alive = 0.5
+
+    async def scenario() -> None:
+        async with serving(keep_alive) as (server, port):
+            opened = time.monotonic()
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            assert keep_alive <= await closed_at(reader) - opened < keep_alive + 5
+            writer.close()
+            assert not server.server_state.connections
 
     fresh_loop.run(scenario())

@@ -14,24 +14,29 @@ cannot help, since it is called only once the headers are complete. So
 - a cap on open connections: one more is answered with a JSON 503 and
   Retry-After written on its transport, without the app.
 
-Per request it costs a few attribute updates; a timer is armed only when a
-read ends in the middle of a request's head or body, which a worker's request
-(one small write) almost never does, and idle keep-alive connections have none.
+- the keep-alive timeout kept by one sweep a second over the idle
+  connections (`IdleConnections`) instead of uvicorn's timer armed after every
+  response; a connection that never sends a byte is closed by it too.
+
+Per request it costs a few attribute updates and two dict operations; a timer
+is armed only when a read ends in the middle of a request's head or body,
+which a worker's request (one small write) almost never does.
 
 [LOOP] Everything here runs on the event loop, inside uvicorn's protocol
 callbacks; nothing blocks.
 """
 
 import asyncio
-import contextvars
 import logging
 import resource
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +51,10 @@ LINGER_SECONDS = 2.0
 CAP_WARNING_EVERY = 60.0  # s between two "connection cap reached" warnings
 SHOWN_PATH_CHARS = 200
 
+MAX_SWEEP_INTERVAL = 1.0  # s; an idle connection is closed at most this late
+
 # Where a connection is in its current request.
 IDLE, HEAD, BODY = 0, 1, 2
-# The context a connection's keep-alive timer is armed in: empty, so the timer
-# does not copy, and keep alive while the connection idles, the finished
-# request's context (its request id and the objects holding it).
-_BETWEEN_REQUESTS = contextvars.Context()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,64 @@ def shown_path(target: bytes) -> str:
     return path if path.startswith("/") else "/"
 
 
+class IdleConnections:
+    """One server's connections that wait for a request, in the order they began
+    to wait, and the sweep that closes those idle past the keep-alive timeout.
+
+    uvicorn arms a timer after every response and cancels it at the next
+    request: at a fleet's rate that is a timer handle, a libuv timer, a bound
+    method and a context made and dropped per request, with one set alive per
+    idle connection, which every young collection of the garbage collector
+    walks (issue 19). Here going idle costs a dict insert and a request a dict
+    pop. The sweep runs while any connection waits and stops at the first one
+    not yet due, since the dict keeps them in the order they went idle.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self.loop = loop
+        self.timeout = timeout
+        self.interval = min(MAX_SWEEP_INTERVAL, timeout / 4)
+        self.since: dict[LimitedHttpToolsProtocol, float] = {}
+        self.sweep_timer: asyncio.TimerHandle | None = None
+
+    def add(self, connection: "LimitedHttpToolsProtocol") -> None:
+        """The connection waits for a request from now on."""
+        self.since.pop(connection, None)  # (re)inserted last, so the dict stays in time order
+        self.since[connection] = self.loop.time()
+        if self.sweep_timer is None:
+            self.sweep_timer = self.loop.call_later(self.interval, self.sweep)
+
+    def discard(self, connection: "LimitedHttpToolsProtocol") -> None:
+        self.since.pop(connection, None)
+
+    def sweep(self) -> None:
+        due = self.loop.time() - self.timeout
+        expired = []
+        for connection, since in self.since.items():
+            if since > due:
+                break
+            expired.append(connection)
+        for connection in expired:
+            del self.since[connection]
+            connection.idle_too_long()
+        self.sweep_timer = self.loop.call_later(self.interval, self.sweep) if self.since else None
+
+
+_idle_by_server: "weakref.WeakKeyDictionary[ServerState, IdleConnections]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def idle_connections(
+    server_state: ServerState, loop: asyncio.AbstractEventLoop, timeout: float
+) -> IdleConnections:
+    """The idle connections of the server whose state this is (one per server)."""
+    idle = _idle_by_server.get(server_state)
+    if idle is None:
+        idle = _idle_by_server[server_state] = IdleConnections(loop, timeout)
+    return idle
+
+
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the limits above (one instance a connection)."""
 
@@ -133,6 +194,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.phase_started = 0.0
         self.answered = False  # a reply was written here; nothing more is read or served
         self.turned_away = False  # over the cap: never served, never counted
+        self.idle = idle_connections(self.server_state, self.loop, self.timeout_keep_alive)
 
     # ------------------------------------------------------------ connections
 
@@ -141,6 +203,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.turn_away(transport)
             return
         super().connection_made(transport)
+        self.idle.add(self)  # closed by the sweep if no request ever comes
 
     def turn_away(self, transport: asyncio.Transport) -> None:
         """Over the cap: answer the request's first bytes with a 503 (its path is in
@@ -159,9 +222,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.cancel_phase_timer()
+        self.idle.discard(self)
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        self.idle.discard(self)
         if self.answered:
             return
         if self.turned_away:
@@ -216,9 +281,19 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        _BETWEEN_REQUESTS.run(super().on_response_complete)
+        """uvicorn's, with the connection left to the idle sweep where uvicorn
+        arms a keep-alive timer."""
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.flow.resume_reading()
+        if self.pipeline:  # the next request was read while this one was served
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+            return
+        self.idle.add(self)
         if self.phase == IDLE and self.cycle is not None and self.cycle.response_complete:
-            # Request read and answered, and no later one pipelined behind it:
+            # Request read and answered, and nothing of a later one read yet:
             # nothing reads its cycle, scope or headers again (the next request
             # makes new ones). Let them go now rather than at the connection's
             # next request: kept, each of 10,000 idle connections held a
@@ -227,6 +302,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.cycle = None  # type: ignore[assignment]
             self.scope = {}  # type: ignore[typeddict-item]
             self.headers = []
+
+    def idle_too_long(self) -> None:
+        """No request within the keep-alive timeout (called by the sweep)."""
+        if not self.transport.is_closing():
+            self.transport.close()
 
     # ------------------------------------------------------------ limits
 
