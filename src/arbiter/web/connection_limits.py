@@ -12,8 +12,7 @@ cannot help, since it is called only once the headers are complete. So
   body: closed beyond them (a body still arriving at the minimum rate gets
   another period, so large uploads on slow links finish);
 - a cap on open connections: one more is answered with a JSON 503 and
-  Retry-After written on its transport, without the app.
-
+  Retry-After written on its transport, without the app;
 - the keep-alive timeout kept by one sweep a second over the idle
   connections (`IdleConnections`) instead of uvicorn's timer armed after every
   response; a connection that never sends a byte is closed by it too.
