@@ -155,7 +155,7 @@ class IdleConnections:
             expired.append(connection)
         for connection in expired:
             del self.since[connection]
-            connection.idle_too_long()
+            connection.timeout_keep_alive_handler()  # uvicorn's: close unless closing
         self.sweep_timer = self.loop.call_later(self.interval, self.sweep) if self.since else None
 
 
@@ -301,11 +301,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.cycle = None  # type: ignore[assignment]
             self.scope = {}  # type: ignore[typeddict-item]
             self.headers = []
-
-    def idle_too_long(self) -> None:
-        """No request within the keep-alive timeout (called by the sweep)."""
-        if not self.transport.is_closing():
-            self.transport.close()
 
     # ------------------------------------------------------------ limits
 
