@@ -608,6 +608,30 @@ def test_an_account_beyond_its_share_of_the_gate_is_too_busy(
             scheduler._gate.leave("alice")
 
 
+def test_a_call_past_its_share_gets_the_place_its_account_gives_back(
+    api: TestClient, task: tuple[str, int]
+) -> None:
+    """A burst of one account's calls is not refused while the gate has room: the
+    call past the share waits for the account's next free place."""
+    scheduler = state(api).runs.scheduler
+    alice = user(api, "alice")
+    held = 0
+    while scheduler.admit(alice):
+        held += 1
+    give_back = threading.Timer(0.2, scheduler._gate.leave, args=("alice",))
+    give_back.start()
+    try:
+        status, reply = post(api, "/api/request_task", worker_body(key="efgh"))
+    finally:
+        give_back.join()
+        for _ in range(held - 1):
+            scheduler._gate.leave("alice")
+    assert status == 200
+    assert "task_id" in reply
+    assert 0.2 <= reply["duration"] < OVER_SHARE_PAUSE
+    assert scheduler.gate_occupied() == 0
+
+
 # ---------------------------------------------------------------- stop_run
 
 

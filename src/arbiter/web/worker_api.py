@@ -30,7 +30,9 @@ from arbiter.web.api import app_state, authenticated_worker
 from arbiter.web.jsonio import json_reply, read_body
 
 MAX_LOG_MESSAGE = 5120
-OVER_SHARE_PAUSE = 1.0  # s before "too busy" to an account holding its share of the gate
+# s a call past its account's share of the gate may wait for one of its places,
+# before "too busy"
+OVER_SHARE_PAUSE = 1.0
 # s before a call from an account and address at their machine limit is looked at
 MACHINE_LIMIT_PAUSE = 1.0
 
@@ -51,12 +53,11 @@ async def request_task(request: Request) -> Response:
         # thread or gate place held) it makes one a second per call in flight,
         # and gets the reference's answer, only later.
         await asyncio.sleep(MACHINE_LIMIT_PAUSE)
-    if not scheduler.admit(user):
-        if scheduler.holds_share(user):
-            # An account past its share is flooding: its "too busy" comes after a
-            # pause (no thread held), so a client that re-sends at once makes a
-            # few calls a second instead of taking the event loop from the fleet.
-            await asyncio.sleep(OVER_SHARE_PAUSE)
+    # A call past its account's share waits for one of the account's places, and
+    # if none comes in time its "too busy" comes after that pause (no thread
+    # held): a client that re-sends at once makes a few calls a second instead
+    # of taking the event loop from the fleet.
+    if not await scheduler.admit_or_wait(user, OVER_SHARE_PAUSE):
         return json_reply(request, too_busy())
     # Answered by the scheduling thread (which gives the gate's place back);
     # waiting holds no threadpool thread.

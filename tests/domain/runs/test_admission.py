@@ -1,11 +1,17 @@
 """The request_task admission gate: places shared by every account, a share each."""
 
+import asyncio
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from arbiter.domain.runs.admission import AdmissionGate, fair_share
+from tests import fresh_loop
+from tests.jobs.support import wait_until
+
+PATIENCE = 10.0  # s: long enough never to run out in a test that expects a place
 
 
 def test_the_default_share_is_half_the_gate_at_least_one() -> None:
@@ -121,3 +127,195 @@ def test_the_gate_remembers_only_accounts_holding_a_place() -> None:
         gate.leave(f"account{index}")
     assert gate.enter("alice")
     assert dict(gate._held) == {"alice": 1}
+
+
+async def settle() -> None:
+    """Let the loop run the callbacks already scheduled (a hand-over, a timer)."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+def test_a_call_past_its_share_gets_a_place_its_account_gives_back() -> None:
+    """The account never holds more than its share: the place goes from the call
+    that leaves to the one waiting, and the gate's count does not move."""
+    places = threading.Semaphore(5)
+    gate = AdmissionGate(places, per_account=2)
+
+    async def scenario() -> list[object]:
+        assert [gate.enter("flood"), gate.enter("flood")] == [True, True]
+        waiting = asyncio.ensure_future(gate.enter_or_wait("FLOOD", PATIENCE))
+        await settle()
+        seen: list[object] = [waiting.done(), gate.held_by("flood")]
+        # Given back by the assignment thread, as in the server.
+        await asyncio.to_thread(gate.leave, "flood")
+        seen += [await asyncio.wait_for(waiting, PATIENCE), gate.held_by("flood")]
+        return seen
+
+    assert fresh_loop.run(scenario()) == [False, 2, True, 2]
+    assert gate.occupied() == 2
+    assert [places.acquire(blocking=False) for _ in range(4)] == [True, True, True, False]
+
+
+def test_a_call_within_its_share_or_at_a_full_gate_does_not_wait() -> None:
+    gate = AdmissionGate(threading.Semaphore(3), per_account=2)
+
+    async def scenario() -> tuple[bool, bool, float]:
+        entered = await gate.enter_or_wait("alice", PATIENCE)
+        assert [gate.enter("bob"), gate.enter("bob")] == [True, True]
+        started = time.monotonic()
+        refused = await gate.enter_or_wait("carol", PATIENCE)  # full: nobody's doing
+        return entered, refused, time.monotonic() - started
+
+    entered, refused, waited = fresh_loop.run(scenario())
+    assert entered
+    assert not refused
+    assert waited < 1.0
+
+
+def test_a_waiting_call_is_refused_when_its_patience_runs_out() -> None:
+    gate = AdmissionGate(threading.Semaphore(5), per_account=1)
+
+    async def scenario() -> tuple[bool, float]:
+        assert gate.enter("alice")
+        started = time.monotonic()
+        return await gate.enter_or_wait("alice", 0.2), time.monotonic() - started
+
+    granted, waited = fresh_loop.run(scenario())
+    assert not granted
+    assert waited >= 0.2
+    gate.leave("alice")  # nobody waits any more: the place goes back to the gate
+    assert gate.occupied() == 0
+    assert gate._waiting == {}
+
+
+def test_only_a_share_of_calls_wait_for_places_the_rest_are_refused_after_the_pause() -> None:
+    """A flood keeps at most `per_account` calls in line; the others are refused,
+    but only once their patience is over, so a client re-sending at once is
+    slowed down."""
+    gate = AdmissionGate(threading.Semaphore(5), per_account=2)
+
+    async def scenario() -> tuple[list[bool], float, list[bool]]:
+        assert [gate.enter("flood"), gate.enter("flood")] == [True, True]
+        started = time.monotonic()
+        calls = [asyncio.ensure_future(gate.enter_or_wait("flood", 0.3)) for _ in range(5)]
+        await settle()
+        assert len(gate._waiting["flood"]) == 2
+        gate.leave("flood")
+        gate.leave("flood")
+        outcomes = list(await asyncio.gather(*calls))
+        elapsed = time.monotonic() - started
+        return outcomes, elapsed, [gate.enter("alice"), gate.enter("bob"), gate.enter("carol")]
+
+    outcomes, elapsed, others = fresh_loop.run(scenario())
+    assert outcomes == [True, True, False, False, False]
+    assert elapsed >= 0.3
+    assert others == [True, True, True]  # the flood still holds only its two places
+    assert gate.held_by("flood") == 2
+
+
+def test_a_waiting_call_that_is_cancelled_leaves_the_line() -> None:
+    gate = AdmissionGate(threading.Semaphore(5), per_account=1)
+
+    async def scenario() -> None:
+        assert gate.enter("alice")
+        waiting = asyncio.ensure_future(gate.enter_or_wait("alice", PATIENCE))
+        await settle()
+        waiting.cancel()
+        await settle()
+        assert gate._waiting == {}
+        gate.leave("alice")
+
+    fresh_loop.run(scenario())
+    assert gate.occupied() == 0
+
+
+def test_a_place_handed_to_a_call_cancelled_meanwhile_goes_on() -> None:
+    """The hand-over is on its way when the caller goes (a client disconnects): the
+    place passes to the next in line, or back to the gate, never lost."""
+    gate = AdmissionGate(threading.Semaphore(5), per_account=1)
+
+    async def scenario() -> bool:
+        assert gate.enter("alice")
+        first = asyncio.ensure_future(gate.enter_or_wait("alice", PATIENCE))
+        await settle()
+        gate.leave("alice")  # the hand-over to `first` is scheduled, not yet run
+        first.cancel()
+        await settle()
+        assert first.cancelled()
+        return gate.enter("alice")  # the place came back: alice may take it again
+
+    assert fresh_loop.run(scenario())
+    gate.leave("alice")
+    assert gate.occupied() == 0
+
+
+def test_a_call_cancelled_after_its_place_arrived_gives_it_back() -> None:
+    gate = AdmissionGate(threading.Semaphore(5), per_account=1)
+
+    async def scenario() -> None:
+        assert gate.enter("alice")
+        waiting = asyncio.ensure_future(gate.enter_or_wait("alice", PATIENCE))
+        await settle()
+        gate.leave("alice")
+        await asyncio.sleep(0)  # the hand-over runs: the waiter has its place
+        waiting.cancel()  # before the waiting call resumed
+        await settle()
+        assert waiting.cancelled()
+
+    fresh_loop.run(scenario())
+    assert gate.occupied() == 0
+    assert gate._waiting == {}
+
+
+def test_a_place_for_a_waiter_whose_loop_closed_goes_back_to_the_gate() -> None:
+    gate = AdmissionGate(threading.Semaphore(5), per_account=1)
+    loop = asyncio.new_event_loop()
+    assert gate.enter("alice")
+    waiting = loop.create_task(gate.enter_or_wait("alice", PATIENCE))
+    loop.run_until_complete(asyncio.sleep(0))  # the call is in line
+    assert not waiting.done()
+    loop.close()
+    gate.leave("alice")
+    assert gate.occupied() == 0
+
+
+def test_waiting_calls_and_places_given_back_from_threads_lose_no_place() -> None:
+    """Many calls of a flood and of others enter, wait, time out, are cancelled and
+    give places back from other threads: the flood never holds more than its
+    share, and when all is over every place is back in the gate."""
+    size, share = 5, 2
+    places = threading.Semaphore(size)
+    gate = AdmissionGate(places, per_account=share)
+    most = 0
+
+    async def call(account: str, index: int) -> None:
+        nonlocal most
+        if not await gate.enter_or_wait(account, 0.05):
+            return
+        most = max(most, gate.held_by("flood"))
+
+        def decide_and_leave() -> None:  # as the assignment thread does
+            time.sleep(0.001 * (index % 3))
+            gate.leave(account)
+
+        # A call cancelled while its place is used still gives it back: the
+        # thread goes on.
+        await asyncio.to_thread(decide_and_leave)
+
+    async def scenario() -> None:
+        calls = [
+            asyncio.ensure_future(call("flood" if n % 4 else f"other{n % 3}", n))
+            for n in range(400)
+        ]
+        await asyncio.sleep(0.02)
+        for doomed in calls[::7]:
+            doomed.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        await asyncio.to_thread(wait_until, lambda: gate.occupied() == 0)
+        await settle()
+
+    fresh_loop.run(scenario())
+    assert most <= share
+    assert gate.occupied() == 0
+    assert gate._waiting == {}
+    assert [places.acquire(blocking=False) for _ in range(size + 1)] == [True] * size + [False]
