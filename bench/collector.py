@@ -1,5 +1,7 @@
-"""The garbage collector's pauses in a benchmark's window, from the server's
-`/metrics` (arbiter_gc_pause_seconds, timed by the serving process itself).
+"""What the server itself saw in a benchmark's window, from its `/metrics`: the
+garbage collector's pauses (arbiter_gc_pause_seconds, timed by the serving
+process) and why request_task calls were told "too busy"
+(arbiter_request_task_too_busy_total).
 
 Scraped at the window's start and end; the difference is what the window saw.
 """
@@ -7,9 +9,12 @@ Scraped at the window's start and end; the difference is what the window saw.
 from dataclasses import dataclass
 
 import httpx2 as httpx
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 METRIC = "arbiter_gc_pause_seconds"
+TOO_BUSY = "arbiter_request_task_too_busy"
+TOO_BUSY_REASONS = {"gate_full": "the gate full", "account_share": "an account past its share"}
 LONG_PAUSE = 0.02  # s; a bucket bound of the histogram
 GENERATIONS = {"0": "young", "1": "middle", "2": "full"}
 
@@ -28,15 +33,39 @@ class Pauses:
         )
 
 
-def scrape(url: str) -> dict[str, Pauses]:
-    """The totals so far by generation ("0", "1", "2"); empty if the server has none."""
+@dataclass(frozen=True)
+class Snapshot:
+    """Totals so far: pauses by generation ("0", "1", "2") and "too busy" replies
+    by reason; each empty if the server does not report it."""
+
+    pauses: dict[str, Pauses]
+    too_busy: dict[str, float]
+
+    def __sub__(self, earlier: "Snapshot") -> "Snapshot":
+        return Snapshot(
+            difference(self.pauses, earlier.pauses),
+            {r: n - earlier.too_busy.get(r, 0.0) for r, n in self.too_busy.items()},
+        )
+
+
+def scrape(url: str) -> Snapshot:
+    """The server's totals so far."""
     text = httpx.get(url + "/metrics", timeout=10.0).text
+    families = {family.name: family for family in text_string_to_metric_families(text)}
+    refused = families.get(TOO_BUSY)
+    too_busy = {
+        sample.labels["reason"]: sample.value
+        for sample in (refused.samples if refused else [])
+        if sample.name == TOO_BUSY + "_total"
+    }
+    return Snapshot(pauses(families.get(METRIC)), too_busy)
+
+
+def pauses(family: Metric | None) -> dict[str, Pauses]:
     count: dict[str, float] = {}
     seconds: dict[str, float] = {}
     short: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        if family.name != METRIC:
-            continue
+    if family is not None:
         for sample in family.samples:
             generation = sample.labels["generation"]
             if sample.name == METRIC + "_count":
@@ -68,3 +97,11 @@ def describe(window: dict[str, Pauses]) -> str:
             f" {pauses.long:.0f} over {LONG_PAUSE * 1000:.0f} ms)"
         )
     return "- Collector pauses in the window: " + "; ".join(parts) + "."
+
+
+def describe_too_busy(window: dict[str, float]) -> str:
+    """The reasons part of the report's "too busy" line ("" if not reported)."""
+    if not window:
+        return ""
+    counts = ", ".join(f"{name} {window.get(r, 0.0):.0f}" for r, name in TOO_BUSY_REASONS.items())
+    return f" (the server's reasons: {counts})"

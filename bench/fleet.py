@@ -89,7 +89,7 @@ class Phase:
     non_json: int = 0
     connections: int = 0
     worst_by_second: dict[int, float] = field(default_factory=dict)
-    collector_pauses: dict[str, collector.Pauses] | None = None  # None: not scraped
+    server_seen: collector.Snapshot | None = None  # the window's /metrics; None: not scraped
 
     def p(self, endpoint: str, q: float) -> float:
         return percentile(self.latencies.get(endpoint, []), q) * 1000
@@ -295,11 +295,11 @@ async def arbiter_phase(
         profiler = None
         if setup.profile is not None:
             profiler = asyncio.create_task(profile_window(pid, options, setup.profile))
-        pauses = asyncio.create_task(collector_window(server.url, options))
+        seen = asyncio.create_task(server_window(server.url, options))
         phase, fleet = await run_phase("arbiter", pid, port, config, options)
         if profiler is not None:
             await profiler
-        phase.collector_pauses = await pauses
+        phase.server_seen = await seen
         problems = reconcile(server.url, fleet, run_ids)
         return phase, fleet, problems, harness.server_errors(server)
 
@@ -313,12 +313,13 @@ async def profile_window(pid: int, options: Options, output: Path) -> None:
         print(f"py-spy failed: {errors.decode(errors='replace')[-500:]}", file=sys.stderr)
 
 
-async def collector_window(url: str, options: Options) -> dict[str, collector.Pauses]:
-    """The garbage collector's pauses in the measurement window."""
+async def server_window(url: str, options: Options) -> collector.Snapshot:
+    """What the server's /metrics saw in the measurement window (collector pauses,
+    "too busy" by reason)."""
     await asyncio.sleep(options.ramp)
     start = await asyncio.to_thread(collector.scrape, url)
     await asyncio.sleep(options.duration - options.ramp)
-    return collector.difference(await asyncio.to_thread(collector.scrape, url), start)
+    return await asyncio.to_thread(collector.scrape, url) - start
 
 
 def ratio(value: float, base: float) -> str:
@@ -392,12 +393,14 @@ def summary(arbiter: Phase, baseline: Phase | None) -> list[str]:
         f" {arbiter.rss_end_kib / 1024:.0f} MiB at its end, peak {arbiter.rss_peak_kib / 1024:.0f}"
         f" MiB; slope {arbiter.rss_slope_kib_per_min:.0f} KiB/min"
         + (f" (baseline peak {baseline.rss_peak_kib / 1024:.0f} MiB)." if baseline else "."),
-        f'- "Too busy": {arbiter.too_busy_ratio * 100:.3f}% of request_task replies.',
+        f'- "Too busy": {arbiter.too_busy_ratio * 100:.3f}% of request_task replies'
+        + (collector.describe_too_busy(arbiter.server_seen.too_busy) if arbiter.server_seen else "")
+        + ".",
         f"- Errors by kind: {errors}. Replies that were not JSON: {arbiter.non_json}.",
         stalls(arbiter),
         *(
-            [collector.describe(arbiter.collector_pauses)]
-            if arbiter.collector_pauses is not None
+            [collector.describe(arbiter.server_seen.pauses)]
+            if arbiter.server_seen is not None
             else []
         ),
         f"- Events: {events}.",

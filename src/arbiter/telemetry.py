@@ -3,7 +3,7 @@
 A leaf module (it imports nothing of ours), so storage and the domain can
 record what only they see (how long a commit takes, how many request_task
 calls one scheduling batch decided, how long the garbage collector held the
-process) without knowing about the web layer.
+process, why the admission gate refused a call) without knowing about the web layer.
 The collectors belong to no registry: each app's registry (`web/metrics.py`)
 registers them, so every app built in one process (tests build many) shows
 the same process-wide figures.
@@ -13,7 +13,7 @@ import gc
 import time
 from typing import Any
 
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 
 # A commit: the COMMIT statement, and on SQLite the group fsync when waited for here.
 COMMIT_SECONDS = Histogram(
@@ -48,7 +48,26 @@ GC_PAUSE_SECONDS = Histogram(
     registry=None,
 )
 
-PROCESS_WIDE = (COMMIT_SECONDS, SCHEDULER_BATCH_SIZE, UPDATE_BATCH_SIZE, GC_PAUSE_SECONDS)
+# request_task calls told "too busy" by the admission gate, by why: the gate was
+# full, or the caller's account held its share and none of its places came free
+# in time (domain/runs/admission.py). The first says the gate is small for the
+# load, the second that one account's calls come in bursts (or flood).
+TOO_BUSY = Counter(
+    "arbiter_request_task_too_busy",
+    'request_task calls refused by the admission gate ("too busy"), by reason',
+    ["reason"],
+    registry=None,
+)
+TOO_BUSY_GATE_FULL = TOO_BUSY.labels("gate_full")
+TOO_BUSY_ACCOUNT_SHARE = TOO_BUSY.labels("account_share")
+
+PROCESS_WIDE = (
+    COMMIT_SECONDS,
+    SCHEDULER_BATCH_SIZE,
+    UPDATE_BATCH_SIZE,
+    GC_PAUSE_SECONDS,
+    TOO_BUSY,
+)
 
 
 class _CollectionTimer:

@@ -1,6 +1,6 @@
 """The collector's pauses as a fleet report gives them (bench/collector.py)."""
 
-from bench.collector import Pauses, describe, difference
+from bench.collector import Pauses, Snapshot, describe, describe_too_busy, difference
 
 
 def test_the_window_is_the_difference_of_two_scrapes() -> None:
@@ -16,3 +16,13 @@ def test_the_window_is_the_difference_of_two_scrapes() -> None:
 
 def test_a_server_without_the_metric_says_so() -> None:
     assert describe({}) == "- Collector pauses: not reported by this server."
+
+
+def test_too_busy_reasons_are_counted_over_the_window() -> None:
+    start = Snapshot({}, {"gate_full": 3, "account_share": 10})
+    end = Snapshot({}, {"gate_full": 5, "account_share": 10})
+    window = (end - start).too_busy
+    assert describe_too_busy(window) == (
+        " (the server's reasons: the gate full 2, an account past its share 0)"
+    )
+    assert describe_too_busy({}) == ""  # a server that does not count them

@@ -53,9 +53,11 @@ def test_fleet_ledger_equals_server_totals(
     assert (problems, phase.errors) == ([], {})
     assert crashes == []
     assert phase.non_json == 0
-    # The serving process timed its collector's pauses; the window's were scraped.
-    assert phase.collector_pauses is not None
-    assert set(phase.collector_pauses) == {"0", "1", "2"}
+    # The serving process timed its collector's pauses and counted its "too busy"
+    # replies by reason; the window's were scraped.
+    assert phase.server_seen is not None
+    assert set(phase.server_seen.pauses) == {"0", "1", "2"}
+    assert set(phase.server_seen.too_busy) == {"gate_full", "account_share"}
     assert phase.events.get("abrupt disconnects", 0) > 0
     # Workers moved on to new tasks (finished, failed or crashed ones), and most
     # tasks had results acknowledged: the ledger is not trivially empty.

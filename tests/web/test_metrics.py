@@ -16,6 +16,7 @@ from arbiter.web.overload import LAG_LIMIT
 from arbiter.web.settings import Settings, SettingsError, parse_networks
 from tests.domain.runs.support import pairs
 from tests.web.api_support import api_settings, approved, take_task, users, wire, worker_body
+from tests.web.support import state
 
 LOCAL = ("127.0.0.1", 40000)
 
@@ -91,6 +92,35 @@ def test_a_result_update_is_counted_in_a_batch(client: TestClient, repo_url: str
     body = worker_body("alice", run_id=run_id, task_id=task_id, stats=wire(pairs(dd=1)))
     assert client.post("/api/update_task", json=body).json()["task_alive"] is True
     assert samples(client)[("arbiter_update_batch_size_count", ())] >= 1
+
+
+def test_too_busy_is_counted_by_reason(client: TestClient, repo_url: str) -> None:
+    """A full gate and an account past its share are told apart, so an operator
+    knows whether the gate or one account's bursts refused the calls."""
+
+    def refused(found: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> list[float]:
+        return [
+            found[("arbiter_request_task_too_busy_total", (("reason", reason),))]
+            for reason in ("gate_full", "account_share")
+        ]
+
+    users(client)
+    approved(client, repo_url)
+    before = refused(samples(client))
+    gate = state(client).runs.scheduler._gate
+    while gate.enter("alice"):  # alice holds her share of the gate
+        pass
+    for holder in ("root", "carol", "dave"):
+        gate.enter(holder)  # and others the rest
+    try:
+        body = worker_body("root", key="r1")
+        reply = client.post("/api/request_task", json=body).json()
+        assert reply["info"].startswith("Request_task: the server is currently too busy")
+    finally:
+        for holder in ("alice", "alice", "root", "carol", "dave"):
+            gate.leave(holder)
+    after = refused(samples(client))
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1]
 
 
 def test_shedding_shows_in_the_metrics(client: TestClient) -> None:

@@ -26,6 +26,8 @@ import asyncio
 import threading
 from collections import Counter, deque
 
+from arbiter.telemetry import TOO_BUSY_ACCOUNT_SHARE, TOO_BUSY_GATE_FULL
+
 
 def fair_share(places: int) -> int:
     """The default cap per account: half the gate, at least one place."""
@@ -48,8 +50,13 @@ class AdmissionGate:
 
     def enter(self, account: str) -> bool:
         """Whether `account` got a place, without waiting (never blocks)."""
+        key = account.lower()
         with self._lock:
-            return self._enter_locked(account.lower())
+            if self._enter_locked(key):
+                return True
+            over_share = self._over_share_locked(key)
+        (TOO_BUSY_ACCOUNT_SHARE if over_share else TOO_BUSY_GATE_FULL).inc()
+        return False
 
     async def enter_or_wait(self, account: str, patience: float) -> bool:
         """Whether `account` got a place. Refused at once when the gate is full; a
@@ -62,11 +69,14 @@ class AdmissionGate:
         with self._lock:
             if self._enter_locked(key):
                 return True
-            if not self._over_share_locked(key):
-                return False
-            waiter = self._line_up_locked(key, loop)
+            over_share = self._over_share_locked(key)
+            waiter = self._line_up_locked(key, loop) if over_share else None
+        if not over_share:
+            TOO_BUSY_GATE_FULL.inc()
+            return False
         if waiter is None:
             await asyncio.sleep(patience)
+            TOO_BUSY_ACCOUNT_SHARE.inc()
             return False
         timer = loop.call_later(patience, self._give_up, key, waiter)
         granted = False
@@ -76,6 +86,8 @@ class AdmissionGate:
             timer.cancel()
             if not granted:
                 self._withdraw(key, waiter)
+        if not granted:
+            TOO_BUSY_ACCOUNT_SHARE.inc()
         return granted
 
     def leave(self, account: str) -> None:
