@@ -319,3 +319,23 @@ def test_waiting_calls_and_places_given_back_from_threads_lose_no_place() -> Non
     assert gate.occupied() == 0
     assert gate._waiting == {}
     assert [places.acquire(blocking=False) for _ in range(size + 1)] == [True] * size + [False]
+
+
+def test_a_place_goes_back_to_a_full_gate_not_to_the_waiting_call() -> None:
+    """While the gate is full, calls of other accounts are being refused: the place
+    an account gives back is theirs to take, and its own waiting call, past its
+    share, is refused once its patience is over, as before there was a line."""
+    gate = AdmissionGate(threading.Semaphore(3), per_account=1)
+
+    async def scenario() -> tuple[bool, bool]:
+        assert [gate.enter(name) for name in ("alice", "bob", "carol")] == [True] * 3
+        waiting = asyncio.ensure_future(gate.enter_or_wait("alice", 0.3))
+        await settle()
+        gate.leave("alice")  # the gate was full: the place is the gate's again
+        await settle()
+        dave_got_it = gate.enter("dave")
+        return dave_got_it, await waiting
+
+    assert fresh_loop.run(scenario()) == (True, False)
+    assert gate._waiting == {}
+    assert gate.held_by("alice") == 0

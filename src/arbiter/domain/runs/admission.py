@@ -15,7 +15,11 @@ workers on 8 accounts). `enter_or_wait` lets such a call wait, on the event
 loop and holding nothing, for one of its account's places, handed to it as it
 is given back, so the account never holds more than its share; at most
 `per_account` calls of an account wait so, and every call past the share is
-answered within the patience it was given.
+answered within the patience it was given. A place is handed over only while
+the gate has another free place: when it is full, a waiting call would keep
+the place from calls of other accounts, which are being refused (at 10,000
+workers x4, handing over regardless turned an account's refusals into more
+refusals of everyone for a full gate whenever the machine slowed down).
 
 Threads: `enter` and `enter_or_wait` run on the event loop, `leave` on the
 assignment thread (a place handed over reaches its waiter through the
@@ -61,7 +65,8 @@ class AdmissionGate:
     async def enter_or_wait(self, account: str, patience: float) -> bool:
         """Whether `account` got a place. Refused at once when the gate is full; a
         call past the account's share waits up to `patience` s for one of the
-        account's places (only `per_account` calls of an account wait for one;
+        account's places, handed over as one is given back while the gate has
+        room for others (only `per_account` calls of an account wait for one;
         the others wait out `patience`, so a client re-sending each refusal at
         once is slowed down, and are refused). [event loop]"""
         key = account.lower()
@@ -91,12 +96,14 @@ class AdmissionGate:
         return granted
 
     def leave(self, account: str) -> None:
-        """Give back a place `account` got: to the account's oldest waiting call
-        if it has one, else to the gate."""
+        """Give back a place `account` got: to the account's oldest waiting call if
+        it has one and the gate has another free place, else to the gate (when
+        the gate is full, calls of other accounts are being refused: the place
+        is theirs as much as the waiter's, whose account holds its share)."""
         key = account.lower()
         with self._lock:
             queue = self._waiting.get(key)
-            if queue:
+            if queue and self._gate_has_room_locked():
                 waiter = queue.popleft()
                 if not queue:
                     del self._waiting[key]
@@ -132,6 +139,14 @@ class AdmissionGate:
         if self._over_share_locked(key) or not self._places.acquire(blocking=False):
             return False
         self._held[key] += 1
+        return True
+
+    def _gate_has_room_locked(self) -> bool:
+        """Whether a place besides those held is free: no call is being refused for
+        a full gate, so handing a place to a waiting call keeps nobody out."""
+        if not self._places.acquire(blocking=False):
+            return False
+        self._places.release()
         return True
 
     def _over_share_locked(self, key: str) -> bool:
