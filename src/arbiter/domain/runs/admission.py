@@ -16,10 +16,9 @@ loop and holding nothing, for one of its account's places, handed to it as it
 is given back, so the account never holds more than its share; at most
 `per_account` calls of an account wait so, and every call past the share is
 answered within the patience it was given. A place is handed over only while
-the gate has another free place: when it is full, a waiting call would keep
-the place from calls of other accounts, which are being refused (at 10,000
-workers x4, handing over regardless turned an account's refusals into more
-refusals of everyone for a full gate whenever the machine slowed down).
+the gate has another free place: when it is full, calls of other accounts
+are being refused, and a waiting call, whose account already holds its
+share, should not take the place before them.
 
 Threads: `enter` and `enter_or_wait` run on the event loop, `leave` on the
 assignment thread (a place handed over reaches its waiter through the
