@@ -191,11 +191,6 @@ class TaskScheduler:
         """Places of the admission gate held now (queued for or inside a decision)."""
         return self._gate.occupied()
 
-    def holds_share(self, user: User) -> bool:
-        """Whether `user`'s account holds all the gate places it may: a caller it
-        refused was refused for that, not because the whole gate was full."""
-        return self._gate.holds_share(user.username)
-
     def at_machine_limit(self, user: User, remote_addr: str) -> bool:
         """Whether `user` already runs its machine limit of tasks from this address,
         so a call from there now would be refused (a hint read from memory: the
