@@ -31,6 +31,7 @@ from arbiter.protocol import WORKER_PATHS, WORKER_VERSION
 from arbiter.protocol.messages import Stats
 from arbiter.web.worker_api import MACHINE_LIMIT_PAUSE, OVER_SHARE_PAUSE
 from tests.domain.runs.support import pairs
+from tests.jobs.support import wait_until
 from tests.web.api_support import (
     PGN,
     actions,
@@ -618,7 +619,15 @@ def test_a_call_past_its_share_gets_the_place_its_account_gives_back(
     held = 0
     while scheduler.admit(alice):
         held += 1
-    give_back = threading.Timer(0.2, scheduler._gate.leave, args=("alice",))
+
+    def give_back_once_in_line() -> None:
+        # The call may take a while to reach the gate (its password is checked
+        # first): the place is given back only once the call waits for it.
+        wait_until(lambda: "alice" in scheduler._gate._waiting)
+        time.sleep(0.2)
+        scheduler._gate.leave("alice")
+
+    give_back = threading.Thread(target=give_back_once_in_line)
     give_back.start()
     try:
         status, reply = post(api, "/api/request_task", worker_body(key="efgh"))
