@@ -23,8 +23,6 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from arbiter.domain.accounts import User
 from arbiter.domain.files.books import BookIndex
 from arbiter.domain.runs.admission import AdmissionGate
@@ -45,6 +43,7 @@ from arbiter.domain.runs.ranking import (
     unsuitable,
 )
 from arbiter.domain.runs.registry import Change, Registry, RunContext, RunState
+from arbiter.domain.runs.task_info import task_worker_info
 from arbiter.domain.workers import BlockedMachines
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.protocol.workers import worker_names
@@ -414,9 +413,6 @@ class TaskScheduler:
 
 def _new_task(run: RunRecord, task_id: int, call: _Call, size: int, now: float) -> TaskRecord:
     worker = call.worker
-    info = msgspec.to_builtins(worker)
-    info["remote_addr"] = call.remote_addr
-    info["country_code"] = "?"
     return TaskRecord(
         run_id=run.id,
         task_id=task_id,
@@ -429,7 +425,7 @@ def _new_task(run: RunRecord, task_id: int, call: _Call, size: int, now: float) 
         worker_name=call.short_name,
         unique_key=worker.unique_key,
         remote_addr=call.remote_addr,
-        worker_info=info,
+        worker_info=task_worker_info(worker, call.remote_addr),
         **no_results(),
         residual=None,
         spsa_params=None,
