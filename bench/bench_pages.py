@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import build_args, new_run_record
 from arbiter.domain.runs.totals import apply_change
 from arbiter.storage import Storage
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 from arbiter.web.bootstrap import make_accounts
 from arbiter.web.settings import Settings
 from bench.command import command_line
@@ -87,7 +86,7 @@ def with_tasks(run: RunRecord, tasks: list[TaskRecord]) -> RunRecord:
             if "sprt" in run.args:
                 games = max(1.0, (run.wins + run.losses + run.draws) ** 0.5)
                 sprt = {**run.args["sprt"], "llr": (run.wins - run.losses) / games}
-                run = replace(run, args={**run.args, "sprt": sprt})
+                run = evolve(run, args={**run.args, "sprt": sprt})
             run = history.record(run)
     return run
 
@@ -151,7 +150,7 @@ def fill(storage: Storage) -> str:
             live = index < LIVE_RUNS
             count = BIG_RUN_TASKS if index == 0 else per_run
             tasks = [task(run, n, rng, active=live and n >= count - 3) for n in range(count)]
-            run = replace(
+            run = evolve(
                 with_tasks(run, tasks),
                 approved=index % 4 != 3 or not live,
                 approver="root",

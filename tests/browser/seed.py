@@ -4,7 +4,7 @@ SQLite file, then the server is started on it."""
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from arbiter.domain.accounts import User
@@ -14,6 +14,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
 from arbiter.storage.base import NewUser
 from arbiter.storage.engine import make_engine, sqlite_url
+from arbiter.storage.records import evolve
 from tests.domain.runs.support import submit
 from tests.web.live_server import create_user
 
@@ -70,12 +71,12 @@ def _runs(storage: Storage, repo_url: str) -> Seeded:
         for run_id, flags in ((green, {"is_green": True}), (yellow, {"is_yellow": True})):
             stored = tx.runs.get(run_id)
             assert stored is not None
-            tx.runs.save(replace(stored, **flags))
+            tx.runs.save(evolve(stored, **flags))
         stored = tx.runs.get(plain)
         assert stored is not None
         for number in range(1, PLAIN_FINISHED):
             copy_id = f"{int(plain, 16) + number:024x}"
-            tx.runs.add(replace(stored, id=copy_id, last_updated=stored.last_updated - number))
+            tx.runs.add(evolve(stored, id=copy_id, last_updated=stored.last_updated - number))
     waiting = runs.lifecycle.submit(
         alice,
         {"tests_repo": repo_url, "base_tag": "master", "new_tag": "patch", "tc": "10+0.1"},
@@ -105,7 +106,7 @@ def _spsa_progress(storage: Storage, run_id: str) -> None:
             [{"theta": p["start"] + step, "R": 0.002, "c": 10.0} for p in spsa["params"]]
             for step in (1.0, 2.0)
         ]
-        tx.runs.save(replace(run, args={**run.args, "spsa": spsa}))
+        tx.runs.save(evolve(run, args={**run.args, "spsa": spsa}))
 
 
 class CatalogueDefault(AnyBook):

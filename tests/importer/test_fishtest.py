@@ -94,7 +94,7 @@ def _assert_runs(storage: Storage) -> None:
         118,
         82,
         200,
-        [5, 41, 98, 45, 11],
+        (5, 41, 98, 45, 11),
     )
     assert sprt.is_green
     assert sprt.finished
@@ -127,7 +127,7 @@ def _assert_runs(storage: Storage) -> None:
     assert runs[STOPPED].args["sprt"]["state"] == ""
     assert runs[STOPPED].finished
     bayes = runs[BAYES]
-    assert bayes.pentanomial == [0, 0, 0, 0, 0]
+    assert bayes.pentanomial == (0, 0, 0, 0, 0)
     assert bayes.wins == 150
     assert bayes.approved
     assert bayes.args["sprt"]["batch_size"] == 1

@@ -9,7 +9,6 @@ Every refusal is checked to change nothing (`unchanged`).
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from starlette.testclient import TestClient
 
 from arbiter.domain.runs.documents import new_run_id
 from arbiter.domain.runs.ranking import ARCH, NOT_APPROVED, TOO_MANY_THREADS
+from arbiter.storage.records import evolve
 from tests.domain.runs.support import pairs
 from tests.web.api_support import (
     actions,
@@ -500,7 +500,7 @@ def test_a_run_older_than_30_days_cannot_be_modified(api: TestClient, repo_url: 
     with state(api).storage.write() as tx:
         run = tx.runs.get(run_id)
         assert run is not None
-        tx.runs.save(replace(run, start_time=time.time() - 31 * 86400))
+        tx.runs.save(evolve(run, start_time=time.time() - 31 * 86400))
     path = f"/api/runs/{run_id}/modify"
     headers = bearer(api, "alice")
     with unchanged(api):
@@ -704,12 +704,12 @@ def finished_copies(client: TestClient, repo_url: str, count: int, **changes: An
     state(client).runs.lifecycle.stop(user(client, "root"), template)
     base = stored_run(client, template)
     with state(client).storage.write() as tx:
-        tx.runs.save(replace(base, deleted=True))  # the template itself is not listed
+        tx.runs.save(evolve(base, deleted=True))  # the template itself is not listed
         ids = []
         for index in range(count):
             run_id = new_run_id(base.start_time + index)
             stamp = changes.get("last_updated", base.last_updated) + index
-            tx.runs.add(replace(base, id=run_id, **{**changes, "last_updated": stamp}))
+            tx.runs.add(evolve(base, id=run_id, **{**changes, "last_updated": stamp}))
             ids.append(run_id)
     return ids
 

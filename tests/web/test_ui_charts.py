@@ -1,10 +1,8 @@
 """Server-drawn SVG charts: scales, escaping, and the run page's three charts."""
 
-from dataclasses import replace
-
 from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import new_run_record
-from arbiter.storage.records import RunRecord
+from arbiter.storage.records import RunRecord, evolve
 from arbiter.web.ui import run_charts
 from arbiter.web.ui.svg import Chart, Gauge, Rule, Series, gauge, line_chart, nice_ticks, tick_text
 from tests.domain.runs.support import T0
@@ -58,8 +56,8 @@ def sprt_run() -> RunRecord:
     run = new_run_record("0" * 24, "alice", args, T0)
     for step in range(1, 30):
         sprt = {**run.args["sprt"], "llr": step / 10}
-        penta = [step, 4 * step, 10 * step, 5 * step, step]
-        run = replace(
+        penta = (step, 4 * step, 10 * step, 5 * step, step)
+        run = evolve(
             run,
             args={**run.args, "sprt": sprt},
             pentanomial=penta,

@@ -883,7 +883,14 @@ def test_repeated_cumulative_updates_count_once(
         last = wire(sent[-1])
         assert run_view(api, run_id)["results"] == last
         run = stored_run(api, run_id)
-        stored = [run.wins, run.losses, run.draws, run.crashes, run.time_losses, run.pentanomial]
+        stored = [
+            run.wins,
+            run.losses,
+            run.draws,
+            run.crashes,
+            run.time_losses,
+            list(run.pentanomial),
+        ]
         assert stored == list(last.values())
         live = state(api).runs.context.registry.get(run_id)
         assert live is not None

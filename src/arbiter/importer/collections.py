@@ -32,7 +32,7 @@ from arbiter.importer.others import (
 from arbiter.importer.runs import ImportedRun, Skip, convert_run
 from arbiter.importer.values import object_id_text
 from arbiter.storage import Storage, Tx
-from arbiter.storage.records import NetRecord
+from arbiter.storage.records import NetRecord, evolve
 from arbiter.storage.schema import users
 
 Document = dict[str, Any]
@@ -91,7 +91,7 @@ def _with_allowed_archs(item: ImportedRun, prepared: Prepared) -> ImportedRun:
     except ValidationError:
         prepared.notes.append("arch_filter unusable: the run takes any arch")
         return item
-    return replace(item, run=replace(item.run, args={**item.run.args, "allowed_archs": allowed}))
+    return replace(item, run=evolve(item.run, args={**item.run.args, "allowed_archs": allowed}))
 
 
 def write_runs(tx: Tx, items: list[ImportedRun]) -> None:

@@ -7,7 +7,7 @@ overshoot, approvals, ...): what Arbiter reads is filled with the value those
 runs had in effect, and each filled field is counted in the report's notes.
 """
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from arbiter.domain.runs.documents import task_view, tc_base
@@ -24,7 +24,7 @@ from arbiter.importer.values import (
 from arbiter.protocol.workers import short_worker_name
 from arbiter.stats.llr import llr, sprt_bounds
 from arbiter.stats.sprt import sprt_results
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 RESULT_KEYS = ("wins", "losses", "draws", "crashes", "time_losses")
 
@@ -133,7 +133,7 @@ def convert_run(document: dict[str, Any]) -> ImportedRun:
         draws=counts["draws"],
         crashes=counts["crashes"],
         time_losses=counts["time_losses"],
-        pentanomial=pentanomial or [0, 0, 0, 0, 0],
+        pentanomial=pentanomial or (0, 0, 0, 0, 0),
         nps=number(document.get("nps")),
         games_per_minute=number(document.get("games_per_minute")),
         args=args,
@@ -146,14 +146,17 @@ def convert_run(document: dict[str, Any]) -> ImportedRun:
     return ImportedRun(run, tasks, copies, notes)
 
 
-def _pentanomial(value: Any) -> list[int] | None:
+def _pentanomial(value: Any) -> tuple[int, ...] | None:
     if isinstance(value, list) and len(value) == 5:
-        return [integer(count) for count in value]
+        return tuple(integer(count) for count in value)
     return None
 
 
 def _sprt(
-    sprt: dict[str, Any], counts: dict[str, int], pentanomial: list[int] | None, notes: list[str]
+    sprt: dict[str, Any],
+    counts: dict[str, int],
+    pentanomial: tuple[int, ...] | None,
+    notes: list[str],
 ) -> dict[str, Any]:
     """The SPRT state as stored, with what old runs lack filled: BayesElo was the
     only model before `elo_model` was recorded, and batches came later."""
@@ -209,7 +212,7 @@ def _task(run_id: str, task_id: int, task: dict[str, Any], run_updated: float) -
         remote_addr=text(info.get("remote_addr"), 64),
         worker_info=info,
         **{key: integer(stats.get(key)) for key in RESULT_KEYS},
-        pentanomial=_pentanomial(stats.get("pentanomial")) or [0, 0, 0, 0, 0],
+        pentanomial=_pentanomial(stats.get("pentanomial")) or (0, 0, 0, 0, 0),
         residual=_residual(task.get("residual")),
         spsa_params=_spsa_params(task.get("spsa_params")) if active else None,
     )
@@ -219,7 +222,7 @@ def _with_starts(tasks: list[TaskRecord]) -> list[TaskRecord]:
     """Old tasks have no `start`: each began where the ones before it ended."""
     fixed, total = [], 0
     for task in tasks:
-        fixed.append(task if task.start >= 0 else replace(task, start=total))
+        fixed.append(task if task.start >= 0 else evolve(task, start=total))
         total += task.num_games
     return fixed
 
@@ -245,7 +248,7 @@ def _spsa_params(value: Any) -> dict[str, Any] | None:
 def _bad_copy(run_id: str, task: dict[str, Any], run_updated: float) -> dict[str, Any]:
     """A purged task's copy as `/api/get_task/<run>/<n>bad` shows it (`bad_tasks.py`)."""
     record = _task(run_id, integer(task.get("task_id")), task, run_updated)
-    record = replace(record, active=False, bad=True, start=max(record.start, 0))
+    record = evolve(record, active=False, bad=True, start=max(record.start, 0))
     view = task_view(record)
     view["residual_color"] = text(task.get("residual_color"), 16, "red")
     return view

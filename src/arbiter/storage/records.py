@@ -4,9 +4,10 @@ They mirror the tables in `schema.py` one to one, so a row maps onto a record
 by column name and the domain never sees a SQLAlchemy object.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
+
+import msgspec
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +72,18 @@ class WorkerBlockRecord:
     last_updated: float
 
 
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """One run: its arguments (`args`, the reference's shape) and aggregates over its tasks."""
+class RunRecord(msgspec.Struct, frozen=True, gc=False):
+    """One run: its arguments (`args`, the reference's shape) and aggregates over its tasks.
+
+    The run state (this and `TaskRecord`) is what a primary keeps in memory for
+    a run's life, and every result update makes new ones. Both are structs the
+    garbage collector does not track (`gc=False`): they hold plain values
+    (strings, numbers, tuples, JSON-like dicts and lists) and never a reference
+    cycle, and at 10,000 workers the collector walking tens of thousands of
+    live task records was the longest pause the server had (issue 19,
+    docs/benchmarks.md). A pentanomial is a tuple for the same reason: CPython
+    stops tracking a tuple of numbers once it has survived a collection.
+    """
 
     id: str
     version: int
@@ -99,7 +109,7 @@ class RunRecord:
     draws: int
     crashes: int
     time_losses: int
-    pentanomial: list[int]
+    pentanomial: tuple[int, ...]
     nps: float
     games_per_minute: float
     args: dict[str, Any]
@@ -108,9 +118,11 @@ class RunRecord:
     results_history: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRecord:
-    """One task of a run: a block of games leased to one worker; stats are cumulative."""
+class TaskRecord(msgspec.Struct, frozen=True, gc=False):
+    """One task of a run: a block of games leased to one worker; stats are cumulative.
+
+    Untracked by the collector, as `RunRecord` says why.
+    """
 
     run_id: str
     task_id: int
@@ -129,7 +141,7 @@ class TaskRecord:
     draws: int
     crashes: int
     time_losses: int
-    pentanomial: list[int]
+    pentanomial: tuple[int, ...]
     residual: float | None
     spsa_params: dict[str, Any] | None
 
@@ -142,7 +154,7 @@ def no_results() -> dict[str, Any]:
         "draws": 0,
         "crashes": 0,
         "time_losses": 0,
-        "pentanomial": [0, 0, 0, 0, 0],
+        "pentanomial": (0, 0, 0, 0, 0),
     }
 
 
@@ -230,34 +242,13 @@ R = TypeVar("R", RunRecord, TaskRecord)
 
 
 def evolve(record: R, **changes: Any) -> R:
-    """`dataclasses.replace` for the hot records, twice as fast.
-
-    A result update makes several new run and task records; `replace` looks up
-    the class's fields and builds keyword arguments for `__init__` each time,
-    which a profile of a fleet put at a twentieth of the core (issue 19). Here
-    each class gets, once, a function that copies every field straight into a
-    new object (these records have no `__post_init__` to run)."""
-    new: R = _EVOLVERS[type(record)](record, **changes)
-    return new
+    """A copy of a run or task record with some fields changed (msgspec's
+    `replace`, in C: a result update makes several of these)."""
+    return msgspec.structs.replace(record, **changes)
 
 
-def _evolver(cls: type[R]) -> Callable[..., R]:
-    names: list[str] = [spec.name for spec in fields(cls)]
-    keywords = ", ".join(f"{name}=_KEEP" for name in names)
-    lines = [
-        f"def evolve(record, *, {keywords}):",
-        "    new = _new(_cls)",
-        *(f"    _set_{name}(new, record.{name} if {name} is _KEEP else {name})" for name in names),
-        "    return new",
-    ]
-    scope: dict[str, Any] = {"_KEEP": _KEEP, "_new": object.__new__, "_cls": cls}
-    # Each field's slot descriptor sets it directly (a frozen class refuses plain
-    # assignment): 40% faster than object.__setattr__, which looks the name up.
-    scope.update({f"_set_{name}": cls.__dict__[name].__set__ for name in names})
-    exec("\n".join(lines), scope)  # noqa: S102 - code built from the class's own field names
-    function: Callable[..., R] = scope["evolve"]
-    return function
-
-
-_KEEP = object()
-_EVOLVERS: dict[type, Callable[..., Any]] = {cls: _evolver(cls) for cls in (RunRecord, TaskRecord)}
+def column_names(record_type: type[Any]) -> tuple[str, ...]:
+    """The fields of a record type, which are its table's columns."""
+    if issubclass(record_type, msgspec.Struct):
+        return record_type.__struct_fields__
+    return tuple(spec.name for spec in fields(record_type))

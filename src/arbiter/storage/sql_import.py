@@ -2,12 +2,11 @@
 whose key is already stored is left as it is, so importing the same documents
 twice writes them once."""
 
-from dataclasses import fields
 from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from arbiter.storage.records import NetRecord, RunRecord, TaskRecord
+from arbiter.storage.records import NetRecord, RunRecord, TaskRecord, column_names
 from arbiter.storage.schema import actions, nets, pgns, runs, tasks, users
 from arbiter.storage.sql_common import insert_missing
 
@@ -15,7 +14,7 @@ from arbiter.storage.sql_common import insert_missing
 def _rows(records: list[Any]) -> list[dict[str, Any]]:
     if not records:
         return []
-    names = [spec.name for spec in fields(records[0])]
+    names = column_names(type(records[0]))
     return [{name: getattr(record, name) for name in names} for record in records]
 
 

@@ -1,21 +1,20 @@
 """Runs and tasks on SQL. Rows map one to one onto `RunRecord` / `TaskRecord`."""
 
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
 from sqlalchemy import Connection, Row, Select, bindparam, delete, func, insert, select, update
 
 from arbiter.storage.base import FinishedRunFilter, TaskContribution
 from arbiter.storage.prepared import execute_many
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, column_names
 from arbiter.storage.schema import runs, tasks
 
 LTC_TC_BASE = 40.0  # seconds: a run is "long time control" from 40 s per game on
 
 
-_RUN_COLUMNS = tuple(spec.name for spec in fields(RunRecord))
-_TASK_COLUMNS = tuple(spec.name for spec in fields(TaskRecord))
+_RUN_COLUMNS = column_names(RunRecord)
+_TASK_COLUMNS = column_names(TaskRecord)
 
 
 def _values(record: RunRecord | TaskRecord) -> dict[str, Any]:
@@ -70,11 +69,18 @@ _UPDATE_TASK = update(tasks).where(
 
 
 def _run(row: Row[Any]) -> RunRecord:
-    return RunRecord(**row._mapping)
+    return RunRecord(**_with_pentanomial_tuple(row))
 
 
 def _task(row: Row[Any]) -> TaskRecord:
-    return TaskRecord(**row._mapping)
+    return TaskRecord(**_with_pentanomial_tuple(row))
+
+
+def _with_pentanomial_tuple(row: Row[Any]) -> dict[str, Any]:
+    """The row's columns; its pentanomial, a JSON array, as the records' tuple."""
+    values = dict(row._mapping)
+    values["pentanomial"] = tuple(values["pentanomial"])
+    return values
 
 
 class SqlRunStore:

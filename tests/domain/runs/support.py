@@ -55,7 +55,7 @@ def run_record(**changes: Any) -> RunRecord:
         "draws": 0,
         "crashes": 0,
         "time_losses": 0,
-        "pentanomial": [0, 0, 0, 0, 0],
+        "pentanomial": (0, 0, 0, 0, 0),
         "nps": 0.0,
         "games_per_minute": 0.0,
         "args": {},

@@ -1,7 +1,5 @@
 """Copies of purged tasks: the reference's bad_tasks, in its order, kept in storage."""
 
-from dataclasses import replace
-
 import pytest
 
 from arbiter.domain.accounts import User
@@ -9,7 +7,7 @@ from arbiter.domain.errors import NotFound
 from arbiter.domain.runs import bad_tasks
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
-from arbiter.storage.records import TaskRecord
+from arbiter.storage.records import TaskRecord, evolve
 from tests.domain.runs.support import approved_run, pairs, take_task, worker
 
 RUN = "0123456789abcdef01234567"
@@ -44,7 +42,7 @@ def task(task_id: int, key: str, *, ww: int = 0, dd: int = 0, crashes: int = 0) 
 def test_copies_put_crashes_first_then_outliers_as_the_reference() -> None:
     tasks = [task(i, f"h{i:03d}", dd=40, ww=10) for i in range(6)]
     tasks[1] = task(1, "bad1", ww=50)  # wins everything: the χ² outlier
-    tasks[4] = replace(tasks[4], crashes=4)  # bad outright
+    tasks[4] = evolve(tasks[4], crashes=4)  # bad outright
     copies = bad_tasks.copies(tasks, [tasks[1], tasks[4]])
     assert [c["task_id"] for c in copies] == [4, 1]
     crashed, outlier = copies

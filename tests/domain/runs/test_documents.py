@@ -1,8 +1,7 @@
 """Run views keep the reference's shape whatever a run was stored under."""
 
-from dataclasses import replace
-
 from arbiter.domain.runs.documents import RUN_VERSION, new_run_record, run_view
+from arbiter.storage.records import evolve
 
 ARGS = {"tc": "10+0.1", "num_games": 100, "new_options": "", "base_options": ""}
 
@@ -10,5 +9,5 @@ ARGS = {"tc": "10+0.1", "num_games": 100, "new_options": "", "base_options": ""}
 def test_the_version_served_is_the_shape_served() -> None:
     run = new_run_record("a" * 24, "alice", ARGS, 0.0)
     assert run.version == RUN_VERSION == 24
-    older = replace(run, version=1)  # a run stored before the views took the reference's shape
+    older = evolve(run, version=1)  # a run stored before the views took the reference's shape
     assert run_view(older)["version"] == 24

@@ -1,14 +1,13 @@
 """The results history the run page charts: recorded with each result, thinned, durable."""
 
 import itertools
-from dataclasses import replace
 
 from arbiter.domain.accounts import User
 from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import new_run_record, run_view
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
-from arbiter.storage.records import RunRecord
+from arbiter.storage.records import RunRecord, evolve
 from tests.domain.runs.support import T0, approved_run, pairs, take_task, worker
 
 
@@ -19,7 +18,7 @@ def fixed_run() -> RunRecord:
 
 def played(run: RunRecord, pairs_count: int) -> RunRecord:
     """The run after `pairs_count` drawn pairs in all."""
-    return replace(run, draws=2 * pairs_count, pentanomial=[0, 0, pairs_count, 0, 0])
+    return evolve(run, draws=2 * pairs_count, pentanomial=(0, 0, pairs_count, 0, 0))
 
 
 def test_a_run_without_results_has_no_points() -> None:

@@ -40,7 +40,7 @@ def test_update_is_committed_before_the_reply(
     assert reply == {"task_alive": True}
     run, tasks = stored(storage, run_id)
     assert (run.wins, run.losses, run.draws) == (7, 3, 22)  # type: ignore[attr-defined]
-    assert tasks[0].pentanomial == [0, 3, 7, 5, 1]  # type: ignore[attr-defined]
+    assert tasks[0].pentanomial == (0, 3, 7, 5, 1)  # type: ignore[attr-defined]
 
 
 def test_repeated_update_changes_nothing(

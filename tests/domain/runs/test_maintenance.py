@@ -2,12 +2,12 @@
 against hand-worked values of the reference's formulas."""
 
 import threading
-from dataclasses import replace
 
 from arbiter.domain.accounts import User
 from arbiter.domain.runs.registry import Change
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
+from arbiter.storage.records import evolve
 from tests.domain.runs.support import Clock, approved_run, make_user, take_task, worker
 
 # LTC 60+0.6 is six STC games: 100 × 6^0.774, × 36/(36 + 2²) for a user with
@@ -27,7 +27,7 @@ def set_llr(runs: Runs, run_id: str, llr: float) -> None:
     with runs.context.locked(run_id) as state:
         assert state is not None
         args = {**state.run.args, "sprt": {**state.run.args["sprt"], "llr": llr}}
-        runs.context.commit(state, Change(replace(state.run, args=args)))
+        runs.context.commit(state, Change(evolve(state.run, args=args)))
 
 
 def picks(runs: Runs, user: User, count: int) -> list[str]:
@@ -85,7 +85,7 @@ def test_restart_works_itp_out_afresh(
     with storage.write() as tx:
         run = tx.runs.get(run_id)
         assert run is not None
-        tx.runs.save(replace(run, args={**run.args, "itp": 1.0}))  # saved by older code
+        tx.runs.save(evolve(run, args={**run.args, "itp": 1.0}))  # saved by older code
     again = Runs(storage, task_gate=threading.Semaphore(5), clock=clock)
     again.restore()
     state = again.context.registry.get(run_id)

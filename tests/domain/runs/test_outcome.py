@@ -2,7 +2,6 @@
 line (`Result:... Elo:...[...] LOS:...% Games:... Ptnml:[...]`)."""
 
 import re
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.stats.elo import fixed_games_elo
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
-from arbiter.storage.records import RunRecord
+from arbiter.storage.records import RunRecord, evolve
 from tests.domain.runs.support import approved_run, pairs, take_task, worker
 
 LINE = re.compile(
@@ -73,9 +72,9 @@ def test_an_sprt_logs_its_state_and_estimate(
 
 def run_record(**changes: Any) -> RunRecord:
     base = dict.fromkeys(RunRecord.__slots__, 0)
-    base.update(id="a" * 24, username="alice", args={}, pentanomial=[0, 0, 0, 0, 0])
+    base.update(id="a" * 24, username="alice", args={}, pentanomial=(0, 0, 0, 0, 0))
     base.update(is_green=False, rescheduled_from=None, approver="")
-    return replace(RunRecord(**base), **changes)  # type: ignore[arg-type]
+    return evolve(RunRecord(**base), **changes)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -105,6 +104,6 @@ def test_a_run_without_pentanomial_is_rated_on_its_games() -> None:
     assert colour(old) == (fixed_games_elo([50, 60, 90]).los > 0.95, False)
     assert colour(old)[0]
     assert "Elo:" in finished_message(old)
-    new = replace(old, pentanomial=[1, 10, 40, 35, 14])
+    new = evolve(old, pentanomial=(1, 10, 40, 35, 14))
     assert elo_counts(new) == [1, 10, 40, 35, 14]
-    assert elo_counts(replace(old, wins=0, losses=0, draws=0)) == [0, 0, 0, 0, 0]
+    assert elo_counts(evolve(old, wins=0, losses=0, draws=0)) == [0, 0, 0, 0, 0]

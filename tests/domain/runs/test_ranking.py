@@ -2,18 +2,16 @@
 (-priority, adjusted cores > 0, (adjusted cores + C/2) / itp), C the worker's
 concurrency, a worker's previous run adjusted by C."""
 
-from dataclasses import replace
-
 from arbiter.domain.runs.ranking import best_ranked, ranked
 from arbiter.domain.runs.registry import RunState
-from arbiter.storage.records import RunRecord
+from arbiter.storage.records import RunRecord, evolve
 from tests.domain.runs.support import run_record, worker
 
 BASE = run_record()
 
 
 def run(run_id: str, *, priority: float = 0.0, cores: int = 0, itp: float = 100.0) -> RunRecord:
-    return replace(
+    return evolve(
         BASE,
         id=run_id,
         cores=cores,
@@ -78,7 +76,7 @@ def test_without_a_previous_run_nothing_is_adjusted() -> None:
 
 def test_decisions_of_the_batch_count() -> None:
     # The batch gave "a" 8 cores: (0, cores, 12/100 = 0.12), just before "d" (0.1233).
-    pending = {"a": replace(RUNS[0], cores=8, workers=1)}
+    pending = {"a": evolve(RUNS[0], cores=8, workers=1)}
     order = ranked(states(RUNS), worker(concurrency=8), "f", pending)
     assert ids(order) == "cegbfadh"
     # The one-pass search sees them: "e" at 16 cores (20/120 = 0.167) is

@@ -1,11 +1,9 @@
 """RunContext.commit: a change is written as what differs from the stored run."""
 
-from dataclasses import replace
-
 from arbiter.domain.accounts import User
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 from tests.domain.runs.support import approved_run, pairs, take_task, worker
 
 
@@ -28,8 +26,8 @@ def run_with_a_task_changed_by_hand(
         run, task = tx.runs.get(run_id), tx.tasks.get(run_id, task_id)
         assert run is not None
         assert task is not None
-        tx.runs.save(replace(run, failures=41))
-        tx.tasks.save(replace(task, crashes=42))
+        tx.runs.save(evolve(run, failures=41))
+        tx.tasks.save(evolve(task, crashes=42))
     return run_id, task_id, run, task
 
 

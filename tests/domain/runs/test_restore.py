@@ -1,11 +1,11 @@
 """Start-up: aggregates recomputed from tasks, leases given a grace period."""
 
 import threading
-from dataclasses import replace
 
 from arbiter.domain.accounts import User
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
+from arbiter.storage.records import evolve
 from tests.domain.runs.support import Clock, approved_run, pairs, take_task, worker
 
 
@@ -30,7 +30,7 @@ def test_wrong_aggregates_are_fixed_and_logged(
     with storage.write() as tx:
         run = tx.runs.get(run_id)
         assert run is not None
-        tx.runs.save(replace(run, wins=999, workers=7))
+        tx.runs.save(evolve(run, wins=999, workers=7))
     again = restart(storage, clock)
     state = again.context.registry.get(run_id)
     assert state is not None

@@ -73,7 +73,7 @@ def check_run(runs: Runs, storage: Storage, alice: User, run_id: str, steps: lis
         run = tx.runs.get(run_id)
         tasks = tx.tasks.for_run(run_id)
     assert run is not None
-    assert run.pentanomial == totals
+    assert run.pentanomial == tuple(totals)
     assert run.args["sprt"]["state"] == expected["state"]
     assert abs(run.args["sprt"]["llr"] - expected["llr"]) < 1e-9
     assert run.finished is (expected["state"] != "")

@@ -1,12 +1,10 @@
 """Incremental run aggregates always equal the sum over tasks."""
 
-from dataclasses import replace
-
 from hypothesis import given
 from hypothesis import strategies as st
 
 from arbiter.domain.runs.totals import apply_change, differences, recompute
-from arbiter.storage.records import TaskRecord
+from arbiter.storage.records import TaskRecord, evolve
 from tests.domain.runs.support import run_record
 
 RUN = run_record(id="r" * 24, username="u", approver="a")
@@ -32,7 +30,7 @@ def task(task_id: int, active: bool, cores: int, counts: list[int]) -> TaskRecor
         draws=ld + 2 * dd + wd,
         crashes=0,
         time_losses=0,
-        pentanomial=counts,
+        pentanomial=tuple(counts),
         residual=None,
         spsa_params=None,
     )
@@ -54,4 +52,4 @@ def test_incremental_equals_recomputed(steps: list[tuple[int, bool, int, list[in
 
 
 def test_differences_name_the_fields() -> None:
-    assert differences(RUN, replace(RUN, wins=3)) == {"wins": (0, 3)}
+    assert differences(RUN, evolve(RUN, wins=3)) == {"wins": (0, 3)}

@@ -9,7 +9,6 @@ identity already masked), with the purge's residual and its colour.
 """
 
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
 from arbiter.domain.runs.documents import task_view
@@ -22,7 +21,7 @@ from arbiter.stats.purge import (
     worker_row,
 )
 from arbiter.storage import Tx
-from arbiter.storage.records import TaskRecord
+from arbiter.storage.records import TaskRecord, evolve
 
 
 def _key(run_id: str) -> str:
@@ -68,5 +67,5 @@ def _crashed(task: TaskRecord) -> bool:
 
 
 def _copy(task: TaskRecord, residual: float, colour: str) -> dict[str, Any]:
-    view = task_view(replace(task, active=False, bad=True, residual=residual))
+    view = task_view(evolve(task, active=False, bad=True, residual=residual))
     return {**view, "residual_color": colour}

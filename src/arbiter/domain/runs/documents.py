@@ -141,7 +141,7 @@ def new_run_record(run_id: str, username: str, args: dict[str, Any], now: float)
         draws=0,
         crashes=0,
         time_losses=0,
-        pentanomial=[0, 0, 0, 0, 0],
+        pentanomial=(0, 0, 0, 0, 0),
         nps=0.0,
         games_per_minute=0.0,
         args=args,

@@ -12,7 +12,7 @@ Everything here runs in the threadpool, under the run's own lock: updates of
 different runs proceed in parallel and never wait for the scheduler.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from arbiter.domain import actions
@@ -96,7 +96,7 @@ def retire_task(
     task = change.current(state.tasks[task_id])
     if not task.active:
         return False
-    change.save_task(task, replace(task, active=False, spsa_params=None))
+    change.save_task(task, evolve(task, active=False, spsa_params=None))
     where = {"task_id": task_id, "worker": task_worker_name(task)}
     change.log.append(run_action(change.run, action, task.username, message, now, **where))
     return True
@@ -170,7 +170,7 @@ class ResultIngest:
             draws=stats.draws,
             crashes=stats.crashes,
             time_losses=stats.time_losses,
-            pentanomial=list(stats.pentanomial),
+            pentanomial=tuple(stats.pentanomial),
             last_updated=now,
             active=played < task.num_games,
         )
@@ -194,7 +194,7 @@ class ResultIngest:
             finish(state, change, now=now)
 
     def _kill_into(self, change: Change, task: TaskRecord, worker: WorkerInfo, why: str) -> None:
-        change.save_task(task, replace(task, active=False, spsa_params=None))
+        change.save_task(task, evolve(task, active=False, spsa_params=None))
         long_name, _ = worker_names(worker)
         now = self._context.clock()
         change.log.append(
@@ -236,7 +236,7 @@ class ResultIngest:
                 raise BadRequest(f"Run {run_id} is not an SPSA run")
             reply, stored = perturbation(state.run)
             change = Change(state.run)
-            change.save_task(task, replace(task, spsa_params=stored))
+            change.save_task(task, evolve(task, spsa_params=stored))
             self._context.commit(state, change)
             return {**reply, "task_alive": True}
 
@@ -305,7 +305,7 @@ class ResultIngest:
             if not task.active:
                 return not_active(run_id, task_id)
             change = Change(state.run)
-            change.save_task(task, replace(task, active=False, spsa_params=None))
+            change.save_task(task, evolve(task, active=False, spsa_params=None))
             long_name, _ = worker_names(worker)
             now = self._context.clock()
             where = {"task_id": task_id, "worker": long_name}
@@ -338,7 +338,7 @@ class ResultIngest:
             change = Change(state.run)
             if cpu_hours < STOP_RUN_CPU_HOURS:
                 if task.active:
-                    change.save_task(task, replace(task, active=False, spsa_params=None))
+                    change.save_task(task, evolve(task, active=False, spsa_params=None))
                 refused = f"{message} (not authorized)"
                 change.log.append(
                     run_action(state.run, "stop_run", worker.username, refused, now, **where)
@@ -347,7 +347,7 @@ class ResultIngest:
                 raise Unauthorized(
                     f"User {worker.username} has too few CPU hours to stop run {run_id}."
                 )
-            change.run = replace(state.run, failed=True, failures=state.run.failures + 1)
+            change.run = evolve(state.run, failed=True, failures=state.run.failures + 1)
             finish(state, change, now=now)
             change.log[-1] = run_action(
                 state.run, "stop_run", worker.username, message, now, **where
@@ -372,7 +372,7 @@ def _same_stats(task: TaskRecord, stats: Stats) -> bool:
         and task.draws == stats.draws
         and task.crashes == stats.crashes
         and task.time_losses == stats.time_losses
-        and list(task.pentanomial) == list(stats.pentanomial)
+        and task.pentanomial == tuple(stats.pentanomial)
     )
 
 

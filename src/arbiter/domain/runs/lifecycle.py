@@ -9,7 +9,6 @@ transaction as the change.
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,7 +37,7 @@ from arbiter.domain.runs.outcome import finish, is_undecided, run_action
 from arbiter.domain.runs.purging import auto_purge_action, auto_purges, purge_into
 from arbiter.domain.runs.registry import Change, RunContext, RunState
 from arbiter.domain.runs.totals import recompute
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 
 class RunLifecycle:
@@ -119,7 +118,7 @@ class RunLifecycle:
         with self._context.storage.write() as tx:
             require_nets(tx, facts)
             if rescheduled_from is not None and tx.runs.get(rescheduled_from) is not None:
-                run = replace(run, rescheduled_from=rescheduled_from)
+                run = evolve(run, rescheduled_from=rescheduled_from)
             entry = run_action(run, "new_run", user.username, _describe(run), now)
             tx.runs.add(run)
             code_view.save(tx, run.id, facts)
@@ -145,7 +144,7 @@ class RunLifecycle:
                 raise PermissionDenied(OWN_RUN)
             if run.approved:
                 raise ValidationError("run", "This run is already approved.")
-            change = Change(replace(run, approved=True, approver=user.username))
+            change = Change(evolve(run, approved=True, approver=user.username))
             change.log.append(run_action(run, "approve_run", user.username, "approved", _now(self)))
             self._context.commit(state, change)
 
@@ -185,9 +184,9 @@ class RunLifecycle:
                 "auto_purge": values.auto_purge,
                 "info": values.info,
             }
-            new_run = replace(run, args=args)
+            new_run = evolve(run, args=args)
             if outcome.approval_lost:
-                new_run = replace(new_run, approved=False, approver="")
+                new_run = evolve(new_run, approved=False, approver="")
             self._commit_reopening(state, Change(new_run), user, "modify_run", _diff(outcome))
 
     def purge(self, user: User, run_id: str) -> int:
@@ -211,7 +210,7 @@ class RunLifecycle:
             if not state.run.finished:
                 finish(state, change, now=now)
                 change.log.clear()
-            change.run = replace(change.run, deleted=True, finished=True)
+            change.run = evolve(change.run, deleted=True, finished=True)
             change.log.append(run_action(state.run, "delete_run", user.username, "", now))
             self._commit_any(state, change)
 
@@ -222,7 +221,7 @@ class RunLifecycle:
     ) -> None:
         run = change.run
         if run.finished and not run.deleted and is_undecided(run):
-            change.run = replace(run, finished=False, is_green=False, is_yellow=False)
+            change.run = evolve(run, finished=False, is_green=False, is_yellow=False)
         change.log.append(run_action(run, action, user.username, message, _now(self)))
         self._commit_any(state, change)
         if not change.run.finished and self._context.registry.get(run.id) is None:

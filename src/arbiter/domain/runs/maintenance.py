@@ -1,14 +1,12 @@
 """Periodic upkeep of live runs (run by the job scheduler, in its own executor):
 reclaim tasks whose worker went silent, refresh each run's share (itp) and rates."""
 
-from dataclasses import replace
-
 from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.documents import scheduling_ratio
 from arbiter.domain.runs.ingest import deactivate
 from arbiter.domain.runs.registry import LEASE_SECONDS, Change, RunContext, RunState
 from arbiter.stats.scheduling import internal_throughput
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 
 def scavenge_dead_tasks(context: RunContext) -> int:
@@ -69,7 +67,7 @@ def _with_rates(state: RunState, same_user_busy: int) -> RunRecord:
     # itp is kept as computed, as the reference keeps it: rounded, two runs whose
     # shares differ by less than the rounding could be ranked the other way round.
     # The same inputs give the same float, so an unchanged run is not rewritten.
-    return replace(
+    return evolve(
         run,
         nps=round(nps, 1),
         games_per_minute=round(per_minute, 2),

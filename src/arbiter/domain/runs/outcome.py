@@ -1,6 +1,5 @@
 """When a run is decided, and the colour it finishes with (reference 3.1)."""
 
-from dataclasses import replace
 from typing import Any
 
 from arbiter.domain.actions import SYSTEM_USER
@@ -9,7 +8,7 @@ from arbiter.domain.runs.registry import Change, RunState
 from arbiter.stats.elo import fixed_games_elo
 from arbiter.stats.sprt import sprt_results
 from arbiter.stats.sprt_elo import SprtElo, sprt_elo
-from arbiter.storage.records import RunRecord
+from arbiter.storage.records import RunRecord, evolve
 
 LOS_GREEN = 0.95
 LOS_YELLOW = 0.05
@@ -19,7 +18,7 @@ def games_of(run: RunRecord) -> int:
     return run.wins + run.losses + run.draws
 
 
-def pentanomial_of(run: RunRecord) -> list[int] | None:
+def pentanomial_of(run: RunRecord) -> tuple[int, ...] | None:
     """The run's pentanomial, or None for a run played before pairs were counted
     (imported from an old Fishtest: its pentanomial is all zeros, its games not)."""
     if sum(run.pentanomial) == 0 and games_of(run) > 0:
@@ -31,7 +30,7 @@ def elo_counts(run: RunRecord) -> list[int]:
     """What a fixed-games Elo is computed on: the pentanomial, or [L, D, W] when
     the run has none (as the reference does)."""
     pentanomial = pentanomial_of(run)
-    return [run.losses, run.draws, run.wins] if pentanomial is None else pentanomial
+    return [run.losses, run.draws, run.wins] if pentanomial is None else list(pentanomial)
 
 
 def is_decided(run: RunRecord) -> bool:
@@ -80,9 +79,9 @@ def finish(state: RunState, change: Change, *, now: float) -> None:
     for task in state.tasks:
         current = change.current(task)
         if current.active:
-            change.save_task(current, replace(current, active=False, spsa_params=None))
+            change.save_task(current, evolve(current, active=False, spsa_params=None))
     green, yellow = colour(change.run)
-    change.run = replace(
+    change.run = evolve(
         change.run, finished=True, is_green=green, is_yellow=yellow, nps=0.0, games_per_minute=0.0
     )
     run = change.run

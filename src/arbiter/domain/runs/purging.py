@@ -10,15 +10,13 @@ Used by a person's purge, and by `auto_purge` runs when they are decided or
 stopped. Callers hold the run's lock (threadpool).
 """
 
-from dataclasses import replace
-
 from arbiter.domain.runs import bad_tasks as bad_copies
 from arbiter.domain.runs import history
 from arbiter.domain.runs.outcome import run_action
 from arbiter.domain.runs.registry import Change, RunState
 from arbiter.stats.purge import aggregate_rows, bad_workers, crash_or_time, worker_row
 from arbiter.stats.sprt import sprt_results, update_sprt
-from arbiter.storage.records import RunRecord, TaskRecord, no_results
+from arbiter.storage.records import RunRecord, TaskRecord, evolve, no_results
 
 
 def bad_tasks(tasks: list[TaskRecord]) -> list[TaskRecord]:
@@ -64,7 +62,7 @@ def auto_purge_action(run: RunRecord, now: float, count: int) -> dict[str, objec
 
 
 def purged(task: TaskRecord) -> TaskRecord:
-    return replace(task, active=False, bad=True, spsa_params=None, **no_results())
+    return evolve(task, active=False, bad=True, spsa_params=None, **no_results())
 
 
 def rescore(run: RunRecord) -> RunRecord:
@@ -74,4 +72,4 @@ def rescore(run: RunRecord) -> RunRecord:
         return run
     counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
     fresh = update_sprt({**sprt, "state": ""}, counts)  # type: ignore[typeddict-item]
-    return replace(run, args={**run.args, "sprt": dict(fresh)})
+    return evolve(run, args={**run.args, "sprt": dict(fresh)})

@@ -7,7 +7,7 @@ result can never be applied with someone else's perturbation.
 """
 
 import random
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 from arbiter.protocol.messages import SpsaResult
@@ -24,7 +24,7 @@ from arbiter.stats.spsa import (
     unpack_flips,
     update_thetas,
 )
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 _random = random.SystemRandom()
 
@@ -62,7 +62,7 @@ def apply_spsa_result(
     """The run and task after one SPSA batch; unchanged (but the flips spent) when
     the batch does not match what was handed out."""
     stored = old.spsa_params
-    spent = replace(new, spsa_params=None)
+    spent = evolve(new, spsa_params=None)
     batch_games = (new.wins + new.losses + new.draws) - (old.wins + old.losses + old.draws)
     if stored is None or result.num_games != batch_games:
         return run, spent
@@ -84,4 +84,4 @@ def apply_spsa_result(
         "params": [asdict(p) for p in moved],
         "param_history": history,
     }
-    return replace(run, args={**run.args, "spsa": new_spsa}), spent
+    return evolve(run, args={**run.args, "spsa": new_spsa}), spent

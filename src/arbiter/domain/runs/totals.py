@@ -6,7 +6,7 @@ task's contribution; `recompute` rebuilds them from all tasks, which start-up
 uses to verify and repair what storage holds.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
@@ -57,7 +57,7 @@ def contribution(task: TaskRecord | None) -> Contribution:
         draws=task.draws,
         crashes=task.crashes,
         time_losses=task.time_losses,
-        pentanomial=tuple(task.pentanomial),
+        pentanomial=task.pentanomial,
     )
 
 
@@ -71,13 +71,13 @@ def apply_change(run: RunRecord, old: TaskRecord | None, new: TaskRecord | None)
             changes[name] = getattr(run, name) + delta
     if before.pentanomial != after.pentanomial:
         triples = zip(run.pentanomial, after.pentanomial, before.pentanomial, strict=True)
-        changes["pentanomial"] = [total + a - b for total, a, b in triples]
+        changes["pentanomial"] = tuple(total + a - b for total, a, b in triples)
     return evolve(run, **changes) if changes else run
 
 
 def recompute(run: RunRecord, tasks: list[TaskRecord]) -> RunRecord:
     """The run with every aggregate rebuilt from `tasks`."""
-    zeroed = replace(
+    zeroed = evolve(
         run,
         workers=0,
         cores=0,
@@ -88,7 +88,7 @@ def recompute(run: RunRecord, tasks: list[TaskRecord]) -> RunRecord:
         draws=0,
         crashes=0,
         time_losses=0,
-        pentanomial=[0, 0, 0, 0, 0],
+        pentanomial=(0, 0, 0, 0, 0),
     )
     for task in tasks:
         zeroed = apply_change(zeroed, None, task)
