@@ -130,7 +130,7 @@ def task(run: RunRecord, task_id: int, rng: random.Random, active: bool) -> Task
         draws=2 * sum(penta) - wins - losses,
         crashes=0,
         time_losses=0,
-        pentanomial=penta,
+        pentanomial=tuple(penta),
         residual=None,
         spsa_params=None,
     )

@@ -11,29 +11,8 @@ from arbiter.storage.records import (
     TaskRecord,
     column_names,
     evolve,
-    no_results,
 )
-from tests.domain.runs.support import run_record
-
-
-def task_record() -> TaskRecord:
-    return TaskRecord(
-        run_id="r",
-        task_id=0,
-        num_games=8,
-        start=0,
-        active=True,
-        bad=False,
-        last_updated=0.0,
-        username="u",
-        worker_name="w",
-        unique_key="k",
-        remote_addr="127.0.0.1",
-        worker_info={"concurrency": 1},
-        **no_results(),
-        residual=None,
-        spsa_params=None,
-    )
+from tests.domain.runs.support import run_record, task_record
 
 
 @pytest.mark.parametrize("record", [run_record(), task_record()], ids=["run", "task"])

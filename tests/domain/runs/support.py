@@ -10,7 +10,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.protocol.messages import Stats, WorkerInfo
 from arbiter.storage import Storage
 from arbiter.storage.base import NewUser
-from arbiter.storage.records import RunRecord
+from arbiter.storage.records import RunRecord, TaskRecord, no_results
 
 T0 = 1_800_000_000.0
 
@@ -61,6 +61,28 @@ def run_record(**changes: Any) -> RunRecord:
         "args": {},
     }
     return RunRecord(**{**fields, **changes})
+
+
+def task_record(**changes: Any) -> TaskRecord:
+    """An active task of `run_record()`'s run, without results; `changes` override."""
+    fields: dict[str, Any] = {
+        "run_id": "0" * 24,
+        "task_id": 0,
+        "num_games": 8,
+        "start": 0,
+        "active": True,
+        "bad": False,
+        "last_updated": 0.0,
+        "username": "u",
+        "worker_name": "w",
+        "unique_key": "k",
+        "remote_addr": "",
+        "worker_info": {"concurrency": 1},
+        **no_results(),
+        "residual": None,
+        "spsa_params": None,
+    }
+    return TaskRecord(**{**fields, **changes})
 
 
 def make_user(storage: Storage, name: str, *, approver: bool = False) -> User:

@@ -5,34 +5,23 @@ from hypothesis import strategies as st
 
 from arbiter.domain.runs.totals import apply_change, differences, recompute
 from arbiter.storage.records import TaskRecord, evolve
-from tests.domain.runs.support import run_record
+from tests.domain.runs.support import run_record, task_record
 
 RUN = run_record(id="r" * 24, username="u", approver="a")
 
 
 def task(task_id: int, active: bool, cores: int, counts: list[int]) -> TaskRecord:
     ll, ld, dd, wd, ww = counts
-    return TaskRecord(
+    return task_record(
         run_id=RUN.id,
         task_id=task_id,
         num_games=2 * sum(counts) + 10,
-        start=0,
         active=active,
-        bad=False,
-        last_updated=0.0,
-        username="u",
-        worker_name="w",
-        unique_key="k",
-        remote_addr="",
         worker_info={"concurrency": cores},
         wins=wd + 2 * ww,
         losses=ld + 2 * ll,
         draws=ld + 2 * dd + wd,
-        crashes=0,
-        time_losses=0,
         pentanomial=tuple(counts),
-        residual=None,
-        spsa_params=None,
     )
 
 
