@@ -52,17 +52,21 @@ PGN = base64.b64encode(gzip.compress(b'[Event "x"]\n[Result "1-0"]\n\n1. e4 1-0\
 
 
 def api_settings(tmp_path: Path, database_url: str, **changes: Any) -> Settings:
-    """An app on `database_url` without background jobs, so nothing moves on its own."""
-    return Settings(
-        data_dir=tmp_path,
-        database_url=database_url,
-        secret_key="test-secret",
-        argon2_time_cost=1,
-        argon2_memory_kib=8,
-        jobs=False,
-        git_allow="file",  # test repositories are file:// URLs
-        **changes,
-    )
+    """An app on `database_url` without background jobs, so nothing moves on its own.
+
+    It never sheds load: under TestClient the app's event loop runs in a thread of
+    the test process, so its lag counts the tests' own pauses (a collection of
+    the whole suite's heap, a busy CI machine) and would turn calls away at
+    random. The overload tests turn shedding back on."""
+    defaults: dict[str, Any] = {
+        "secret_key": "test-secret",
+        "argon2_time_cost": 1,
+        "argon2_memory_kib": 8,
+        "jobs": False,
+        "git_allow": "file",  # test repositories are file:// URLs
+        "overload_lag_ms": 0,
+    }
+    return Settings(data_dir=tmp_path, database_url=database_url, **{**defaults, **changes})
 
 
 @contextmanager
@@ -137,10 +141,16 @@ def users(client: TestClient) -> tuple[User, User]:
 
 @contextmanager
 def api_with_users(
-    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch, *others: str
+    tmp_path: Path,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    *others: str,
+    **changes: Any,
 ) -> Iterator[TestClient]:
-    """The app on `database_url` with alice (a tester), root (an approver) and `others`."""
-    with api_client(api_settings(tmp_path, database_url), monkeypatch) as client:
+    """The app on `database_url` with alice (a tester), root (an approver) and
+    `others`; `changes` to api_settings."""
+    settings = api_settings(tmp_path, database_url, **changes)
+    with api_client(settings, monkeypatch) as client:
         users(client)
         for name in others:
             add_user(client, name)

@@ -77,6 +77,7 @@ def world(
         argon2_memory_kib=8,
         jobs=False,
         git_allow="file",
+        overload_lag_ms=0,  # the loop shares the test process: see api_settings
     )
     with TestClient(create_app(app_settings), follow_redirects=False) as client:
         accounts = client.app.state.arbiter.accounts  # type: ignore[attr-defined]

@@ -123,9 +123,11 @@ def test_too_busy_is_counted_by_reason(client: TestClient, repo_url: str) -> Non
     assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1]
 
 
-def test_shedding_shows_in_the_metrics(client: TestClient) -> None:
-    client.app.state.loop_lag.observe(LAG_LIMIT * 2)  # type: ignore[attr-defined]
-    found = samples(client)
+def test_shedding_shows_in_the_metrics(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    shedding = settings.with_changes(overload_lag_ms=int(LAG_LIMIT * 1000))
+    with local_client(shedding, monkeypatch, LOCAL) as client:
+        client.app.state.loop_lag.observe(LAG_LIMIT * 2)  # type: ignore[attr-defined]
+        found = samples(client)
     assert found[("arbiter_overload_shedding", ())] == 1
     assert found[("arbiter_loop_lag_worst_seconds", ())] == LAG_LIMIT * 2
 

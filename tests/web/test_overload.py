@@ -4,6 +4,8 @@ served as usual, and the shedding ends once the loop has caught up."""
 
 import asyncio
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -12,8 +14,9 @@ from arbiter.domain.runs.scheduler import TOO_BUSY
 from arbiter.protocol import WORKER_PATHS
 from arbiter.web import overload
 from arbiter.web.overload import LAG_LIMIT, SHED_HOLD, LoopLag
+from arbiter.web.settings import OVERLOAD_LAG_MS, Settings, SettingsError
 from tests import fresh_loop
-from tests.web.api_support import post, worker_body
+from tests.web.api_support import api_with_users, post, worker_body
 
 
 class Clock:
@@ -22,6 +25,18 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+@pytest.fixture
+def lite(
+    tmp_path: Path, sqlite_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TestClient]:
+    """The worker API on SQLite with shedding on, as `serve` has it (the test
+    apps of every other file turn it off)."""
+    with api_with_users(
+        tmp_path, sqlite_database_url, monkeypatch, overload_lag_ms=OVERLOAD_LAG_MS
+    ) as client:
+        yield client
 
 
 def lagging(client: TestClient) -> LoopLag:
@@ -61,7 +76,7 @@ def test_without_lag_worker_calls_are_served(lite: TestClient) -> None:
 
 def test_shedding_lasts_a_hold_after_the_last_late_timer() -> None:
     clock = Clock()
-    lag = LoopLag(clock)
+    lag = LoopLag(clock=clock)
     lag.observe(LAG_LIMIT / 2)
     assert not lag.shedding()
     lag.observe(LAG_LIMIT + 0.01)
@@ -87,3 +102,20 @@ def test_the_monitor_sees_a_blocked_loop() -> None:
     lag = fresh_loop.run(block_the_loop())
     assert lag.worst > LAG_LIMIT
     assert lag.shedding()
+
+
+def test_the_limit_is_the_setting_in_milliseconds(lite: TestClient) -> None:
+    lag: LoopLag = lite.app.state.loop_lag  # type: ignore[attr-defined]
+    assert lag.limit == LAG_LIMIT == OVERLOAD_LAG_MS / 1000
+
+
+def test_a_limit_of_zero_never_sheds() -> None:
+    lag = LoopLag(0.0, clock=Clock())
+    lag.observe(60.0)
+    assert not lag.shedding()
+    assert lag.worst == 60.0  # still measured, for /metrics
+
+
+def test_a_negative_limit_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="ARBITER_OVERLOAD_LAG_MS"):
+        Settings(data_dir=tmp_path, overload_lag_ms=-1).validate()

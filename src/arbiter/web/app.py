@@ -188,7 +188,7 @@ def create_app(
     ]
     table = routes()
     handlers = exception_handlers()
-    lag = LoopLag()
+    lag = LoopLag(settings.overload_lag_ms / 1000)
     worker_app = WorkerGuards(
         WorkerEndpoints(worker_routes(table), handlers),
         lag=lag,

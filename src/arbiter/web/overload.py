@@ -3,12 +3,14 @@
 A saturated server that serves every call in turn makes every caller wait for
 the whole queue: issue 19 measured replies taking seconds, then timeouts and
 resets, for every endpoint. The event loop's lag says when that starts: a
-timer due every LAG_PERIOD that runs LAG_LIMIT late means the ready queue
-holds that much work. While it does (and for SHED_HOLD after, so that the
-queue drains), worker calls are answered before their body is read: a
-request_task gets the reference's "too busy" reply, which the worker retries
-later, every other call a JSON 503 with Retry-After, which workers back off
-from. Pages and the API for people are served as usual.
+timer due every LAG_PERIOD that runs the limit late (ARBITER_OVERLOAD_LAG_MS,
+half a second) means the ready queue holds that much work. While it does
+(and for SHED_HOLD after, so that the queue drains), worker calls are
+answered before their body is read: a request_task gets the reference's
+"too busy" reply, which the worker retries later, every other call a JSON 503
+with Retry-After, which workers back off from. Pages and the API for people
+are served as usual. A limit of 0 never sheds: for an app whose loop shares
+its process with other work (the tests').
 
 Everything here runs on the event loop. [LOOP]
 """
@@ -23,18 +25,24 @@ from starlette.types import Scope, Send
 from arbiter.domain.runs.scheduler import too_busy
 from arbiter.web.middleware import NOSNIFF, request_started_at
 from arbiter.web.replies import json_body, worker_error_body
+from arbiter.web.settings import OVERLOAD_LAG_MS
 
 LAG_PERIOD = 0.1  # s between the lag monitor's timers (a fifth of the limit: 10 wake-ups a second)
-LAG_LIMIT = 0.5  # s late: the loop has that much work queued (a hiccup is less)
+LAG_LIMIT = OVERLOAD_LAG_MS / 1000  # s late, by default: the loop has that much work queued
 SHED_HOLD = 1.0  # s of shedding after the lag was last over the limit
 RETRY_AFTER = "5"  # s a turned-away worker waits (the reference's workers retry)
 SHED_MESSAGE = "server overloaded, retry shortly"
 
 
 class LoopLag:
-    """The event loop's lateness, measured by a timer of its own."""
+    """The event loop's lateness, measured by a timer of its own. Lagging more
+    than `limit` seconds starts the shedding; a limit of 0 never does (an app
+    whose loop shares its process with other work, such as a test's)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, limit: float = LAG_LIMIT, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limit = limit
         self._clock = clock
         self._lagging_until = 0.0
         self.worst = 0.0  # s: the largest lag seen (monitoring)
@@ -55,7 +63,7 @@ class LoopLag:
     def observe(self, lag: float) -> None:
         """One timer's lateness (the monitor, and tests)."""
         self.worst = max(self.worst, lag)
-        if lag > LAG_LIMIT:
+        if self.limit and lag > self.limit:
             self._lagging_until = self._clock() + SHED_HOLD
 
     async def _watch(self) -> None:

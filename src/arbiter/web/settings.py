@@ -20,6 +20,9 @@ from arbiter.storage.engine import normalize_url, sqlite_url
 
 THREADPOOL_TOKENS = 200
 TASK_SEMAPHORE_SIZE = 5
+# ms late the event loop's timer may run before worker calls are turned away
+# (web/overload.py): the loop then has that much work queued; a hiccup is less.
+OVERLOAD_LAG_MS = 500
 
 ENV_PREFIX = "ARBITER_"
 
@@ -62,6 +65,9 @@ class Settings:
     body_timeout_seconds: int = 30
     body_min_bytes_per_second: int = 16 * 1024
     max_connections: int = 0
+    # Overload (web/overload.py): worker calls are answered "too busy" or 503 at
+    # once while the event loop runs this many ms late; 0 never turns them away.
+    overload_lag_ms: int = OVERLOAD_LAG_MS
     secret_key: str = ""  # empty: generated once and kept in data_dir
     session_days: int = 400  # remember-me lifetime, as the reference
     session_hours: int = 12  # lifetime of a session without remember-me
@@ -184,6 +190,8 @@ class Settings:
             raise SettingsError(f"ARBITER_METRICS_ALLOW: {error}") from None
         if self.max_connections < 0:
             raise SettingsError("ARBITER_MAX_CONNECTIONS must be 0 (automatic) or positive")
+        if self.overload_lag_ms < 0:
+            raise SettingsError("ARBITER_OVERLOAD_LAG_MS must be 0 (never shed) or positive")
         self._validate_password_limits()
         self._validate_git()
         self._validate_files_s3()
