@@ -43,7 +43,7 @@ ENDPOINTS = sorted({endpoint for endpoint, _, _ in ENDPOINT_FRAMES})
 def py_spy() -> str:
     found = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(found).exists():
-        raise SystemExit("py-spy is not installed: .venv/bin/pip install py-spy")
+        raise SystemExit("py-spy is not installed: scripts/venv test")
     return found
 
 
