@@ -3,7 +3,9 @@
 A leaf module (it imports nothing of ours), so storage and the domain can
 record what only they see (how long a commit takes, how many request_task
 calls one scheduling batch decided, how long the garbage collector held the
-process, why the admission gate refused a call) without knowing about the web layer.
+process, why the admission gate refused a call) without knowing about the web layer;
+the web layer's overload counter is here too, so that every app built in one
+process registers the same one.
 The collectors belong to no registry: each app's registry (`web/metrics.py`)
 registers them, so every app built in one process (tests build many) shows
 the same process-wide figures.
@@ -61,12 +63,26 @@ TOO_BUSY = Counter(
 TOO_BUSY_GATE_FULL = TOO_BUSY.labels("gate_full")
 TOO_BUSY_ACCOUNT_SHARE = TOO_BUSY.labels("account_share")
 
+# Worker calls turned away at once because the event loop lagged (web/overload.py),
+# by the reply: request_task's "too busy", or a 503 for the others. The gauge
+# arbiter_overload_shedding shows only the moment of a scrape, and a spell of
+# shedding lasts about a second.
+SHED_CALLS = Counter(
+    "arbiter_overload_shed_calls",
+    "Worker calls turned away at once while the event loop lagged, by reply",
+    ["reply"],
+    registry=None,
+)
+SHED_TOO_BUSY = SHED_CALLS.labels("too_busy")
+SHED_UNAVAILABLE = SHED_CALLS.labels("503")
+
 PROCESS_WIDE = (
     COMMIT_SECONDS,
     SCHEDULER_BATCH_SIZE,
     UPDATE_BATCH_SIZE,
     GC_PAUSE_SECONDS,
     TOO_BUSY,
+    SHED_CALLS,
 )
 
 

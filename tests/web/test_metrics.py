@@ -123,13 +123,25 @@ def test_too_busy_is_counted_by_reason(client: TestClient, repo_url: str) -> Non
     assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1]
 
 
+def shed_calls(found: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> list[float]:
+    name = "arbiter_overload_shed_calls_total"
+    return [found.get((name, (("reply", reply),)), 0.0) for reply in ("too_busy", "503")]
+
+
 def test_shedding_shows_in_the_metrics(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gauge while it lasts, and a count of the calls turned away (the
+    counters are process-wide: compared before and after)."""
     shedding = settings.with_changes(overload_lag_ms=int(LAG_LIMIT * 1000))
     with local_client(shedding, monkeypatch, LOCAL) as client:
+        before = shed_calls(samples(client))
         client.app.state.loop_lag.observe(LAG_LIMIT * 2)  # type: ignore[attr-defined]
+        for path in ("/api/request_task", "/api/beat", "/api/update_task"):
+            client.post(path, json=worker_body(run_id="0" * 24, task_id=0))
         found = samples(client)
     assert found[("arbiter_overload_shedding", ())] == 1
     assert found[("arbiter_loop_lag_worst_seconds", ())] == LAG_LIMIT * 2
+    after = shed_calls(found)
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 2]
 
 
 def test_metrics_are_refused_to_an_address_not_allowed(

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from starlette.types import Scope, Send
 
 from arbiter.domain.runs.scheduler import too_busy
+from arbiter.telemetry import SHED_TOO_BUSY, SHED_UNAVAILABLE
 from arbiter.web.middleware import NOSNIFF, request_started_at
 from arbiter.web.replies import json_body, worker_error_body
 from arbiter.web.settings import OVERLOAD_LAG_MS
@@ -81,9 +82,11 @@ async def send_shed_reply(scope: Scope, send: Send) -> None:
     headers = [(b"content-type", b"application/json"), NOSNIFF]
     if path == "/api/request_task":
         status, body = 200, json_body(too_busy(), started)
+        SHED_TOO_BUSY.inc()
     else:
         status, body = 503, worker_error_body(path, SHED_MESSAGE, started)
         headers.append((b"retry-after", RETRY_AFTER.encode()))
+        SHED_UNAVAILABLE.inc()
     headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
