@@ -1,7 +1,8 @@
 """What the server itself saw in a benchmark's window, from its `/metrics`: the
 garbage collector's pauses (arbiter_gc_pause_seconds, timed by the serving
-process) and why request_task calls were told "too busy"
-(arbiter_request_task_too_busy_total).
+process), why request_task calls were told "too busy"
+(arbiter_request_task_too_busy_total: the admission gate) and the worker calls
+turned away while the event loop lagged (arbiter_overload_shed_calls_total).
 
 Scraped at the window's start and end; the difference is what the window saw.
 """
@@ -14,7 +15,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 METRIC = "arbiter_gc_pause_seconds"
 TOO_BUSY = "arbiter_request_task_too_busy"
-TOO_BUSY_REASONS = {"gate_full": "the gate full", "account_share": "an account past its share"}
+SHED = "arbiter_overload_shed_calls"
+TOO_BUSY_REASONS = {
+    "gate_full": "the gate full",
+    "account_share": "an account past its share",
+    "overload": "the loop lagging",
+}
+SHED_503 = "overload 503"  # the other worker calls turned away with it
 LONG_PAUSE = 0.02  # s; a bucket bound of the histogram
 GENERATIONS = {"0": "young", "1": "middle", "2": "full"}
 
@@ -52,13 +59,21 @@ def scrape(url: str) -> Snapshot:
     """The server's totals so far."""
     text = httpx.get(url + "/metrics", timeout=10.0).text
     families = {family.name: family for family in text_string_to_metric_families(text)}
-    refused = families.get(TOO_BUSY)
-    too_busy = {
-        sample.labels["reason"]: sample.value
-        for sample in (refused.samples if refused else [])
-        if sample.name == TOO_BUSY + "_total"
-    }
+    too_busy = counts(families, TOO_BUSY, "reason")
+    shed = counts(families, SHED, "reply")
+    if shed:
+        too_busy["overload"] = shed.get("too_busy", 0.0)
+        too_busy[SHED_503] = shed.get("503", 0.0)
     return Snapshot(pauses(families.get(METRIC)), too_busy)
+
+
+def counts(families: dict[str, Metric], name: str, label: str) -> dict[str, float]:
+    """A labelled counter's totals by that label's value (empty if not reported)."""
+    family = families.get(name)
+    samples = family.samples if family else []
+    return {
+        sample.labels[label]: sample.value for sample in samples if sample.name == name + "_total"
+    }
 
 
 def pauses(family: Metric | None) -> dict[str, Pauses]:
@@ -103,5 +118,11 @@ def describe_too_busy(window: dict[str, float]) -> str:
     """The reasons part of the report's "too busy" line ("" if not reported)."""
     if not window:
         return ""
-    counts = ", ".join(f"{name} {window.get(r, 0.0):.0f}" for r, name in TOO_BUSY_REASONS.items())
-    return f" (the server's reasons: {counts})"
+    reasons = ", ".join(
+        f"{name} {window.get(r, 0.0):.0f}"
+        for r, name in TOO_BUSY_REASONS.items()
+        if r in window or r != "overload"  # a server from before the shedding's count
+    )
+    shed = window.get(SHED_503)
+    others = "" if shed is None else f"; other worker calls turned away with a 503: {shed:.0f}"
+    return f" (the server's reasons: {reasons}{others})"

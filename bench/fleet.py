@@ -81,6 +81,7 @@ class Phase:
     requests: int = 0
     server_cpu: float = 0.0
     client_cpu: float = 0.0
+    steal: tuple[float, float] = (0.0, 0.0)  # s stolen from the server's, the client's core
     rss_start_kib: int = 0
     rss_end_kib: int = 0
     rss_peak_kib: int = 0
@@ -178,6 +179,7 @@ async def sample(
     await asyncio.sleep(max(0.0, start + options.ramp - clock()))
     cpu0, responses0 = harness.cpu_seconds(pid), fleet.recorder.responses
     client0 = harness.self_cpu_seconds()
+    steal0 = core_steal()
     phase.rss_start_kib = harness.rss_kib(pid)
     while clock() < start + options.duration:
         rss = harness.rss_kib(pid)
@@ -187,8 +189,26 @@ async def sample(
         await asyncio.sleep(1.0)
     phase.server_cpu = harness.cpu_seconds(pid) - cpu0
     phase.client_cpu = harness.self_cpu_seconds() - client0
+    steal1 = core_steal()
+    phase.steal = (steal1[0] - steal0[0], steal1[1] - steal0[1])
     phase.requests = fleet.recorder.responses - responses0
     phase.rss_end_kib = harness.rss_kib(pid)
+
+
+def describe_steal(arbiter: Phase, baseline: Phase | None) -> str:
+    """How much of each core the host took (steal time): the floor and the server
+    are compared fairly only when it took about as much from both."""
+
+    def shares(phase: Phase) -> str:
+        server, client = (stolen / max(phase.window, 1e-9) * 100 for stolen in phase.steal)
+        return f"{server:.1f}% of the server's core and {client:.1f}% of the load generator's"
+
+    floor = f"; the baseline's window: {shares(baseline)}" if baseline else ""
+    return f"- Taken by the host (steal time): {shares(arbiter)}{floor}."
+
+
+def core_steal() -> tuple[float, float]:
+    return harness.steal_seconds(harness.SERVER_CPU), harness.steal_seconds(harness.CLIENT_CPU)
 
 
 def p99_beside_table(
@@ -406,6 +426,7 @@ def summary(arbiter: Phase, baseline: Phase | None) -> list[str]:
         f"- Events: {events}.",
         f"- Load generator: {arbiter.client_cpu / arbiter.window * 100:.0f}% of its core;"
         f" sends later than 10 ms after their intended time: {arbiter.late_sends}.",
+        describe_steal(arbiter, baseline),
     ]
 
 
@@ -488,6 +509,7 @@ def _brief(phase: Phase) -> dict[str, object]:
         "p50_ms": {e: round(phase.p(e, 50), 2) for e in ENDPOINTS},
         "p99_ms": {e: round(phase.p(e, 99), 2) for e in ENDPOINTS},
         "cpu_s_per_1000": round(phase.cpu_per_1000, 4),
+        "steal_pct": [round(stolen / max(phase.window, 1e-9) * 100, 2) for stolen in phase.steal],
         "errors": phase.errors,
     }
 

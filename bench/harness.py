@@ -53,6 +53,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def steal_seconds(cpu: int | str) -> float:
+    """Time the hypervisor ran something else while `cpu` wanted to run (steal,
+    from /proc/stat): on a shared host it is the noise no repetition removes."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *ticks = line.split()
+        if name == f"cpu{cpu}":
+            return int(ticks[7]) / CLOCK_TICKS
+    return 0.0
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

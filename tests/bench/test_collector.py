@@ -26,3 +26,12 @@ def test_too_busy_reasons_are_counted_over_the_window() -> None:
         " (the server's reasons: the gate full 2, an account past its share 0)"
     )
     assert describe_too_busy({}) == ""  # a server that does not count them
+
+
+def test_calls_turned_away_while_the_loop_lagged_are_their_own_reason() -> None:
+    start = Snapshot({}, {"gate_full": 1, "account_share": 0, "overload": 0, "overload 503": 4})
+    end = Snapshot({}, {"gate_full": 1, "account_share": 0, "overload": 3, "overload 503": 40})
+    assert describe_too_busy((end - start).too_busy) == (
+        " (the server's reasons: the gate full 0, an account past its share 0,"
+        " the loop lagging 3; other worker calls turned away with a 503: 36)"
+    )

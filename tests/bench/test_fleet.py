@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import harness
-from bench.fleet import HEAVY_CONCURRENCIES, Options, Setup, arbiter_phase
+from bench.fleet import HEAVY_CONCURRENCIES, Options, Phase, Setup, arbiter_phase, describe_steal
 from bench.fleetsim import WORKER_CONCURRENCY, Cadence, Chaos, FleetConfig
 from tests import fresh_loop
 from tests.web.live_server import PASSWORD
@@ -64,3 +64,22 @@ def test_fleet_ledger_equals_server_totals(
     assert len(fleet.ledger.tasks) > WORKERS * 1.1
     played = [entry for entry in fleet.ledger.tasks.values() if entry.acked[0] + entry.acked[2]]
     assert len(played) > WORKERS * 0.8
+
+
+def test_the_report_says_how_much_of_each_core_the_host_took() -> None:
+    """Steal time, for the window of each phase: a floor measured while the host
+    took more of the core than it did from the server is not a fair floor."""
+    server = Phase("arbiter", 10, window=100.0, steal=(9.0, 2.5))
+    floor = Phase("baseline", 10, window=50.0, steal=(1.0, 0.5))
+    assert describe_steal(server, floor) == (
+        "- Taken by the host (steal time): 9.0% of the server's core and 2.5% of the"
+        " load generator's; the baseline's window: 2.0% of the server's core and 1.0%"
+        " of the load generator's."
+    )
+    assert describe_steal(server, None).endswith("2.5% of the load generator's.")
+
+
+def test_steal_time_is_read_per_core() -> None:
+    before = harness.steal_seconds(harness.SERVER_CPU)
+    assert 0.0 <= before <= harness.steal_seconds(harness.SERVER_CPU)
+    assert harness.steal_seconds("no-such-cpu") == 0.0
