@@ -200,11 +200,24 @@ def describe_steal(arbiter: Phase, baseline: Phase | None) -> str:
     are compared fairly only when it took about as much from both."""
 
     def shares(phase: Phase) -> str:
-        server, client = (stolen / max(phase.window, 1e-9) * 100 for stolen in phase.steal)
+        client = phase.steal[1] / max(phase.window, 1e-9) * 100
+        server = steal_share(phase)
         return f"{server:.1f}% of the server's core and {client:.1f}% of the load generator's"
 
     floor = f"; the baseline's window: {shares(baseline)}" if baseline else ""
-    return f"- Taken by the host (steal time): {shares(arbiter)}{floor}."
+    unfair = (
+        baseline is not None and abs(steal_share(arbiter) - steal_share(baseline)) > UNFAIR_STEAL
+    )
+    warning = " Not a fair floor: the host took over 5 points more in one window." if unfair else ""
+    return f"- Taken by the host (steal time): {shares(arbiter)}{floor}.{warning}"
+
+
+UNFAIR_STEAL = 5.0  # points of the server's core between the phases' steal
+
+
+def steal_share(phase: Phase) -> float:
+    """% of the server's core the host took in the phase's window."""
+    return phase.steal[0] / max(phase.window, 1e-9) * 100
 
 
 def core_steal() -> tuple[float, float]:

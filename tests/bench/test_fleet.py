@@ -72,10 +72,10 @@ def test_the_report_says_how_much_of_each_core_the_host_took() -> None:
     """Steal time, for the window of each phase: a floor measured while the host
     took more of the core than it did from the server is not a fair floor."""
     server = Phase("arbiter", 10, window=100.0, steal=(9.0, 2.5))
-    floor = Phase("baseline", 10, window=50.0, steal=(1.0, 0.5))
+    floor = Phase("baseline", 10, window=50.0, steal=(4.0, 0.5))
     assert describe_steal(server, floor) == (
         "- Taken by the host (steal time): 9.0% of the server's core and 2.5% of the"
-        " load generator's; the baseline's window: 2.0% of the server's core and 1.0%"
+        " load generator's; the baseline's window: 8.0% of the server's core and 1.0%"
         " of the load generator's."
     )
     assert describe_steal(server, None).endswith("2.5% of the load generator's.")
@@ -85,3 +85,13 @@ def test_steal_time_is_read_per_core() -> None:
     before = harness.steal_seconds(harness.SERVER_CPU)
     assert 0.0 <= before <= harness.steal_seconds(harness.SERVER_CPU)
     assert harness.steal_seconds("no-such-cpu") == 0.0
+
+
+def test_a_floor_measured_while_the_host_took_much_more_is_flagged() -> None:
+    server = Phase("arbiter", 10, window=100.0, steal=(16.4, 15.8))
+    floor = Phase("baseline", 10, window=100.0, steal=(39.7, 38.1))
+    assert describe_steal(server, floor).endswith(
+        " Not a fair floor: the host took over 5 points more in one window."
+    )
+    close = Phase("baseline", 10, window=100.0, steal=(12.0, 1.0))
+    assert "fair" not in describe_steal(server, close)
