@@ -200,28 +200,33 @@ def describe_steal(arbiter: Phase, baseline: Phase | None) -> str:
     are compared fairly only when it took about as much from both."""
 
     def shares(phase: Phase) -> str:
-        client = phase.steal[1] / max(phase.window, 1e-9) * 100
-        server = steal_share(phase)
+        server, client = steal_shares(phase)
         return f"{server:.1f}% of the server's core and {client:.1f}% of the load generator's"
 
     floor = f"; the baseline's window: {shares(baseline)}" if baseline else ""
-    unfair = (
-        baseline is not None and abs(steal_share(arbiter) - steal_share(baseline)) > UNFAIR_STEAL
+    gap = abs(steal_shares(arbiter)[0] - steal_shares(baseline)[0]) if baseline else 0.0
+    warning = (
+        f" Not a fair floor: the host took over {UNFAIR_STEAL:.0f} points more in one window."
+        if gap > UNFAIR_STEAL
+        else ""
     )
-    warning = " Not a fair floor: the host took over 5 points more in one window." if unfair else ""
     return f"- Taken by the host (steal time): {shares(arbiter)}{floor}.{warning}"
 
 
 UNFAIR_STEAL = 5.0  # points of the server's core between the phases' steal
 
 
-def steal_share(phase: Phase) -> float:
-    """% of the server's core the host took in the phase's window."""
-    return phase.steal[0] / max(phase.window, 1e-9) * 100
+def steal_shares(phase: Phase) -> tuple[float, float]:
+    """% of the server's core and of the load generator's the host took in the
+    phase's window."""
+    window = max(phase.window, 1e-9)
+    server, client = phase.steal
+    return server / window * 100, client / window * 100
 
 
 def core_steal() -> tuple[float, float]:
-    return harness.steal_seconds(harness.SERVER_CPU), harness.steal_seconds(harness.CLIENT_CPU)
+    server, client = harness.steal_seconds(harness.SERVER_CPU, harness.CLIENT_CPU)
+    return server, client
 
 
 def p99_beside_table(
@@ -522,7 +527,7 @@ def _brief(phase: Phase) -> dict[str, object]:
         "p50_ms": {e: round(phase.p(e, 50), 2) for e in ENDPOINTS},
         "p99_ms": {e: round(phase.p(e, 99), 2) for e in ENDPOINTS},
         "cpu_s_per_1000": round(phase.cpu_per_1000, 4),
-        "steal_pct": [round(stolen / max(phase.window, 1e-9) * 100, 2) for stolen in phase.steal],
+        "steal_pct": [round(share, 2) for share in steal_shares(phase)],
         "errors": phase.errors,
     }
 

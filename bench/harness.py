@@ -53,14 +53,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def steal_seconds(cpu: int | str) -> float:
-    """Time the hypervisor ran something else while `cpu` wanted to run (steal,
-    from /proc/stat): on a shared host it is the noise no repetition removes."""
+def steal_seconds(*cpus: int | str) -> tuple[float, ...]:
+    """Time the hypervisor ran something else while each of `cpus` wanted to run
+    (steal, from one read of /proc/stat; 0 for a CPU it does not list): on a
+    shared host it is the noise no repetition removes."""
+    steal: dict[str, float] = {}
     for line in Path("/proc/stat").read_text().splitlines():
         name, *ticks = line.split()
-        if name == f"cpu{cpu}":
-            return int(ticks[7]) / CLOCK_TICKS
-    return 0.0
+        if name.startswith("cpu"):
+            steal[name] = int(ticks[7]) / CLOCK_TICKS
+    return tuple(steal.get(f"cpu{cpu}", 0.0) for cpu in cpus)
 
 
 def rss_kib(pid: int) -> int:
