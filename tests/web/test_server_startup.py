@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -105,6 +106,15 @@ def wait_for_status(server: Server, status: int) -> httpx.Response:
         time.sleep(0.1)
 
 
+def wait_for_lock_wait(admin: psycopg.Connection, pid: int) -> None:
+    """Until the session `pid` waits for a lock it was not granted."""
+    deadline = time.monotonic() + 15
+    query = "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted"
+    while admin.execute(query, (pid,)).fetchone() != (1,):
+        assert time.monotonic() < deadline, "the session never waited for the lock"
+        time.sleep(0.01)
+
+
 def test_a_killed_lease_connection_stops_the_worker_api_until_the_lease_is_back(
     tmp_path: Path, postgres_database_url: str
 ) -> None:
@@ -113,20 +123,31 @@ def test_a_killed_lease_connection_stops_the_worker_api_until_the_lease_is_back(
     )
     try:
         assert worker_call(server).status_code == 400  # serving: the empty body is wrong
-        with psycopg.connect(libpq(postgres_database_url), autocommit=True) as admin:
+        url = libpq(postgres_database_url)
+        with (
+            psycopg.connect(url, autocommit=True) as admin,
+            psycopg.connect(url, autocommit=True) as rival,
+        ):
+            # A second primary's session waits for the lock before the kill, so the
+            # lock passes to it and the 503 lasts. Taken after the kill, the server's
+            # keeper (checking every second) could take it back first.
+            lock = "SELECT pg_advisory_lock(%s)"
+            waiting = threading.Thread(target=rival.execute, args=(lock, (ADVISORY_LOCK_KEY,)))
+            waiting.start()
+            wait_for_lock_wait(admin, rival.info.backend_pid)
             killed = admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE application_name LIKE 'arbiter primary%%' AND datname = current_database()"
             ).fetchall()
             assert killed == [(True,)]
-            # Hold the lock ourselves, as a second primary would, so the 503 lasts.
-            admin.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
+            waiting.join(timeout=15)
+            assert not waiting.is_alive()
             reply = wait_for_status(server, 503)
             lost = "/api/request_version: primary lease lost, retry shortly"
             assert reply.json()["error"] == lost
             assert reply.json()["duration"] >= 0
             assert httpx.get(server.url + "/api/active_runs").status_code == 200
-            admin.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
+            rival.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
             wait_for_status(server, 400)
         assert "primary lease lost" in server.output()
         assert "primary lease taken again" in server.output()
