@@ -349,13 +349,16 @@ def test_a_connection_idle_past_the_keep_alive_timeout_is_closed() -> None:
 
     async def scenario() -> None:
         async with serving(keep_alive) as (_, port):
+            # A connection turns idle when the server has sent its reply, between the
+            # request's send and the reply's arrival: the timeout is counted from the
+            # send, which comes before.
             first = await asyncio.open_connection("127.0.0.1", port)
-            await one_reply(*first)
             first_idle = time.monotonic()
+            await one_reply(*first)
             await asyncio.sleep(keep_alive / 2)
             second = await asyncio.open_connection("127.0.0.1", port)
-            await one_reply(*second)
             second_idle = time.monotonic()
+            await one_reply(*second)
             busy = await asyncio.open_connection("127.0.0.1", port)
             first_closed = asyncio.create_task(closed_at(first[0]))
             second_closed = asyncio.create_task(closed_at(second[0]))
