@@ -1,13 +1,16 @@
 """What the server itself saw in a benchmark's window, from its `/metrics`: the
 garbage collector's pauses (arbiter_gc_pause_seconds, timed by the serving
 process), why request_task calls were told "too busy"
-(arbiter_request_task_too_busy_total: the admission gate) and the worker calls
-turned away while the event loop lagged (arbiter_overload_shed_calls_total).
+(arbiter_request_task_too_busy_total: the admission gate), the worker calls
+turned away while the event loop lagged (arbiter_overload_shed_calls_total),
+and how long commits took and how many update_task calls each carried
+(arbiter_commit_duration_seconds, arbiter_update_batch_size).
 
 Scraped at the window's start and end; the difference is what the window saw.
 """
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import httpx2 as httpx
 from prometheus_client.metrics_core import Metric
@@ -24,6 +27,9 @@ TOO_BUSY_REASONS = {
 SHED_503 = "overload 503"  # the other worker calls turned away with it
 LONG_PAUSE = 0.02  # s; a bucket bound of the histogram
 GENERATIONS = {"0": "young", "1": "middle", "2": "full"}
+COMMITS = "arbiter_commit_duration_seconds"
+UPDATE_BATCHES = "arbiter_update_batch_size"
+SLOW_COMMIT = 0.025  # s; a bucket bound of the histogram
 
 
 @dataclass(frozen=True)
@@ -41,17 +47,45 @@ class Pauses:
 
 
 @dataclass(frozen=True)
+class Buckets:
+    """An unlabelled histogram's totals: the count at or under each bucket's upper
+    bound (the last bound infinite), and the sum of what it observed."""
+
+    cumulative: dict[float, float] = field(default_factory=dict)
+    total: float = 0.0
+
+    def __sub__(self, earlier: "Buckets") -> "Buckets":
+        return Buckets(
+            {le: n - earlier.cumulative.get(le, 0.0) for le, n in self.cumulative.items()},
+            self.total - earlier.total,
+        )
+
+    @property
+    def count(self) -> float:
+        return self.cumulative.get(math.inf, 0.0)
+
+    def bound(self, q: float) -> float:
+        """The least bucket bound at or under which a share q of the observations lie."""
+        return next(le for le, n in sorted(self.cumulative.items()) if n >= q * self.count)
+
+    def over(self, le: float) -> float:
+        return self.count - self.cumulative.get(le, 0.0)
+
+
+@dataclass(frozen=True)
 class Snapshot:
-    """Totals so far: pauses by generation ("0", "1", "2") and "too busy" replies
-    by reason; each empty if the server does not report it."""
+    """Totals so far: pauses by generation ("0", "1", "2"), "too busy" replies
+    by reason and histograms by name; each empty if the server does not report it."""
 
     pauses: dict[str, Pauses]
     too_busy: dict[str, float]
+    histograms: dict[str, Buckets] = field(default_factory=dict)
 
     def __sub__(self, earlier: "Snapshot") -> "Snapshot":
         return Snapshot(
             difference(self.pauses, earlier.pauses),
             {r: n - earlier.too_busy.get(r, 0.0) for r, n in self.too_busy.items()},
+            {h: b - earlier.histograms.get(h, Buckets()) for h, b in self.histograms.items()},
         )
 
 
@@ -64,7 +98,10 @@ def scrape(url: str) -> Snapshot:
     if shed:
         too_busy["overload"] = shed.get("too_busy", 0.0)
         too_busy[SHED_503] = shed.get("503", 0.0)
-    return Snapshot(pauses(families.get(METRIC)), too_busy)
+    histograms = {
+        name: buckets(families[name]) for name in (COMMITS, UPDATE_BATCHES) if name in families
+    }
+    return Snapshot(pauses(families.get(METRIC)), too_busy, histograms)
 
 
 def counts(families: dict[str, Metric], name: str, label: str) -> dict[str, float]:
@@ -74,6 +111,16 @@ def counts(families: dict[str, Metric], name: str, label: str) -> dict[str, floa
     return {
         sample.labels[label]: sample.value for sample in samples if sample.name == name + "_total"
     }
+
+
+def buckets(family: Metric) -> Buckets:
+    cumulative = {
+        float(sample.labels["le"]): sample.value
+        for sample in family.samples
+        if sample.name == family.name + "_bucket"
+    }
+    total = sum(sample.value for sample in family.samples if sample.name == family.name + "_sum")
+    return Buckets(cumulative, total)
 
 
 def pauses(family: Metric | None) -> dict[str, Pauses]:
@@ -126,3 +173,23 @@ def describe_too_busy(window: dict[str, float]) -> str:
     shed = window.get(SHED_503)
     others = "" if shed is None else f"; other worker calls turned away with a 503: {shed:.0f}"
     return f" (the server's reasons: {reasons}{others})"
+
+
+def describe_commits(window: dict[str, Buckets]) -> str:
+    """One report line: the window's commits and the update_task calls they carried."""
+    commits = window.get(COMMITS, Buckets())
+    if not commits.count:
+        return "- Commits: none reported in the window."
+    line = (
+        f"- Commits in the window: {commits.count:.0f}, mean"
+        f" {commits.total / commits.count * 1000:.2f} ms, p99 at most"
+        f" {commits.bound(0.99) * 1000:g} ms, {commits.over(SLOW_COMMIT):.0f} over"
+        f" {SLOW_COMMIT * 1000:g} ms"
+    )
+    batches = window.get(UPDATE_BATCHES, Buckets())
+    if batches.count:
+        line += (
+            f"; update_task batches {batches.count:.0f}, mean"
+            f" {batches.total / batches.count:.1f} calls, p99 at most {batches.bound(0.99):g}"
+        )
+    return line + "."

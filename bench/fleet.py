@@ -437,7 +437,10 @@ def summary(arbiter: Phase, baseline: Phase | None) -> list[str]:
         f"- Errors by kind: {errors}. Replies that were not JSON: {arbiter.non_json}.",
         stalls(arbiter),
         *(
-            [collector.describe(arbiter.server_seen.pauses)]
+            [
+                collector.describe(arbiter.server_seen.pauses),
+                collector.describe_commits(arbiter.server_seen.histograms),
+            ]
             if arbiter.server_seen is not None
             else []
         ),

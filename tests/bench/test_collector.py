@@ -1,6 +1,18 @@
 """The collector's pauses as a fleet report gives them (bench/collector.py)."""
 
-from bench.collector import Pauses, Snapshot, describe, describe_too_busy, difference
+import math
+
+from bench.collector import (
+    COMMITS,
+    UPDATE_BATCHES,
+    Buckets,
+    Pauses,
+    Snapshot,
+    describe,
+    describe_commits,
+    describe_too_busy,
+    difference,
+)
 
 
 def test_the_window_is_the_difference_of_two_scrapes() -> None:
@@ -35,3 +47,20 @@ def test_calls_turned_away_while_the_loop_lagged_are_their_own_reason() -> None:
         " (the server's reasons: the gate full 0, an account past its share 0,"
         " the loop lagging 3; other worker calls turned away with a 503: 36)"
     )
+
+
+def test_commits_and_update_batches_are_described_over_the_window() -> None:
+    commits_start = Buckets({0.005: 10, 0.025: 10, 0.05: 10, math.inf: 10}, 0.02)
+    commits_end = Buckets({0.005: 100, 0.025: 108, 0.05: 110, math.inf: 110}, 0.52)
+    batches_start = Buckets({1: 0, 4: 0, 8: 0, math.inf: 0}, 0)
+    batches_end = Buckets({1: 20, 4: 90, 8: 100, math.inf: 100}, 300)
+    start = Snapshot({}, {}, {COMMITS: commits_start, UPDATE_BATCHES: batches_start})
+    end = Snapshot({}, {}, {COMMITS: commits_end, UPDATE_BATCHES: batches_end})
+    assert describe_commits((end - start).histograms) == (
+        "- Commits in the window: 100, mean 5.00 ms, p99 at most 50 ms, 2 over 25 ms;"
+        " update_task batches 100, mean 3.0 calls, p99 at most 8."
+    )
+
+
+def test_a_window_without_commits_says_so() -> None:
+    assert describe_commits({}) == "- Commits: none reported in the window."

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import harness
+from bench.collector import COMMITS, UPDATE_BATCHES
 from bench.fleet import HEAVY_CONCURRENCIES, Options, Phase, Setup, arbiter_phase, describe_steal
 from bench.fleetsim import WORKER_CONCURRENCY, Cadence, Chaos, FleetConfig
 from tests import fresh_loop
@@ -54,12 +55,15 @@ def test_fleet_ledger_equals_server_totals(
     assert crashes == []
     assert phase.non_json == 0
     # The serving process timed its collector's pauses and counted its "too busy"
-    # replies by reason, and the calls it shed while its loop lagged; the
-    # window's were scraped.
+    # replies by reason, the calls it shed while its loop lagged, and its
+    # commits and the update_task calls they carried; the window's were scraped.
     assert phase.server_seen is not None
     assert set(phase.server_seen.pauses) == {"0", "1", "2"}
     reasons = {"gate_full", "account_share", "overload", "overload 503"}
     assert set(phase.server_seen.too_busy) == reasons
+    histograms = phase.server_seen.histograms
+    assert histograms[COMMITS].count > 0
+    assert histograms[UPDATE_BATCHES].count > 0
     assert phase.events.get("abrupt disconnects", 0) > 0
     # Workers moved on to new tasks (finished, failed or crashed ones), and most
     # tasks had results acknowledged: the ledger is not trivially empty.
