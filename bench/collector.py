@@ -3,8 +3,11 @@ garbage collector's pauses (arbiter_gc_pause_seconds, timed by the serving
 process), why request_task calls were told "too busy"
 (arbiter_request_task_too_busy_total: the admission gate), the worker calls
 turned away while the event loop lagged (arbiter_overload_shed_calls_total),
-and how long commits took and how many update_task calls each carried
-(arbiter_commit_duration_seconds, arbiter_update_batch_size).
+how long commits took and how many update_task calls each carried
+(arbiter_commit_duration_seconds, arbiter_update_batch_size), and how long the
+app itself took over each worker call (arbiter_request_duration_seconds: from
+the call's start in the app to its reply's end, so without the time a request
+waits for the event loop before that), to set beside what the clients saw.
 
 Scraped at the window's start and end; the difference is what the window saw.
 """
@@ -30,6 +33,8 @@ GENERATIONS = {"0": "young", "1": "middle", "2": "full"}
 COMMITS = "arbiter_commit_duration_seconds"
 UPDATE_BATCHES = "arbiter_update_batch_size"
 SLOW_COMMIT = 0.025  # s; a bucket bound of the histogram
+REQUESTS = "arbiter_request_duration_seconds"
+WORKER_ROUTES = ("/api/request_task", "/api/update_task", "/api/beat")
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,9 @@ def scrape(url: str) -> Snapshot:
     histograms = {
         name: buckets(families[name]) for name in (COMMITS, UPDATE_BATCHES) if name in families
     }
+    if REQUESTS in families:
+        for route in WORKER_ROUTES:
+            histograms[route] = buckets(families[REQUESTS], route=route)
     return Snapshot(pauses(families.get(METRIC)), too_busy, histograms)
 
 
@@ -113,13 +121,15 @@ def counts(families: dict[str, Metric], name: str, label: str) -> dict[str, floa
     }
 
 
-def buckets(family: Metric) -> Buckets:
+def buckets(family: Metric, **labels: str) -> Buckets:
+    """A histogram's totals, of the samples with these labels."""
+    samples = [s for s in family.samples if labels.items() <= s.labels.items()]
     cumulative = {
         float(sample.labels["le"]): sample.value
-        for sample in family.samples
+        for sample in samples
         if sample.name == family.name + "_bucket"
     }
-    total = sum(sample.value for sample in family.samples if sample.name == family.name + "_sum")
+    total = sum(sample.value for sample in samples if sample.name == family.name + "_sum")
     return Buckets(cumulative, total)
 
 
@@ -193,3 +203,18 @@ def describe_commits(window: dict[str, Buckets]) -> str:
             f" {batches.total / batches.count:.1f} calls, p99 at most {batches.bound(0.99):g}"
         )
     return line + "."
+
+
+def describe_app_latency(window: dict[str, Buckets]) -> str:
+    """One report line: the worker calls' p99 as the app timed them."""
+    parts = [
+        f"{route.removeprefix('/api/')} {window[route].bound(0.99) * 1000:g} ms"
+        for route in WORKER_ROUTES
+        if window.get(route, Buckets()).count
+    ]
+    if not parts:
+        return "- The app's own latency: not reported in the window."
+    return (
+        "- The app's own latency (from a call's start in the app to its reply's end;"
+        " a bucket bound), p99 at most: " + ", ".join(parts) + "."
+    )

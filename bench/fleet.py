@@ -440,6 +440,7 @@ def summary(arbiter: Phase, baseline: Phase | None) -> list[str]:
             [
                 collector.describe(arbiter.server_seen.pauses),
                 collector.describe_commits(arbiter.server_seen.histograms),
+                collector.describe_app_latency(arbiter.server_seen.histograms),
             ]
             if arbiter.server_seen is not None
             else []

@@ -9,6 +9,7 @@ from bench.collector import (
     Pauses,
     Snapshot,
     describe,
+    describe_app_latency,
     describe_commits,
     describe_too_busy,
     difference,
@@ -64,3 +65,14 @@ def test_commits_and_update_batches_are_described_over_the_window() -> None:
 
 def test_a_window_without_commits_says_so() -> None:
     assert describe_commits({}) == "- Commits: none reported in the window."
+
+
+def test_the_apps_own_latency_is_a_bucket_bound_per_worker_call() -> None:
+    updates = Buckets({0.01: 980, 0.025: 995, 0.05: 1000, math.inf: 1000}, 5.0)
+    beats = Buckets({0.001: 99, 0.0025: 100, math.inf: 100}, 0.05)
+    window = {"/api/update_task": updates, "/api/beat": beats}
+    assert describe_app_latency(window) == (
+        "- The app's own latency (from a call's start in the app to its reply's end;"
+        " a bucket bound), p99 at most: update_task 25 ms, beat 1 ms."
+    )
+    assert describe_app_latency({}) == "- The app's own latency: not reported in the window."

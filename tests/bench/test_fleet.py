@@ -64,6 +64,7 @@ def test_fleet_ledger_equals_server_totals(
     histograms = phase.server_seen.histograms
     assert histograms[COMMITS].count > 0
     assert histograms[UPDATE_BATCHES].count > 0
+    assert histograms["/api/update_task"].count > 0
     assert phase.events.get("abrupt disconnects", 0) > 0
     # Workers moved on to new tasks (finished, failed or crashed ones), and most
     # tasks had results acknowledged: the ledger is not trivially empty.
