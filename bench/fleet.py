@@ -27,6 +27,7 @@ import asyncio
 import gc
 import json
 import sys
+from array import array
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -36,7 +37,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 import httpx2 as httpx
 import uvloop
 
-from bench import collector, harness, profile
+from bench import collector, harness, host_noise, profile
 from bench.command import command_line
 from bench.fleetsim import (
     TAIL_SAMPLES,
@@ -76,12 +77,14 @@ class Phase:
     workers: int
     window: float = 0.0
     latencies: dict[str, list[float]] = field(default_factory=dict)
+    latency_seconds: dict[str, "array[int]"] = field(default_factory=dict)  # in step
     errors: dict[str, int] = field(default_factory=dict)
     events: dict[str, int] = field(default_factory=dict)
     requests: int = 0
     server_cpu: float = 0.0
     client_cpu: float = 0.0
     steal: tuple[float, float] = (0.0, 0.0)  # s stolen from the server's, the client's core
+    steal_samples: list[host_noise.StealSample] = field(default_factory=list)  # about 1 s each
     rss_start_kib: int = 0
     rss_end_kib: int = 0
     rss_peak_kib: int = 0
@@ -164,6 +167,7 @@ async def run_phase(
         for pool in {id(pool): pool for pool in pools}.values():
             pool.close()
     phase.latencies = recorder.latencies
+    phase.latency_seconds = recorder.seconds
     phase.errors = {f"{endpoint} {kind}": n for (endpoint, kind), n in recorder.errors.items()}
     phase.events = dict(recorder.events)
     phase.late_sends = recorder.late_sends
@@ -180,6 +184,7 @@ async def sample(
     cpu0, responses0 = harness.cpu_seconds(pid), fleet.recorder.responses
     client0 = harness.self_cpu_seconds()
     steal0 = core_steal()
+    window_start, sampled, steal_then = start + options.ramp, clock(), steal0
     phase.rss_start_kib = harness.rss_kib(pid)
     while clock() < start + options.duration:
         rss = harness.rss_kib(pid)
@@ -187,6 +192,14 @@ async def sample(
         phase.rss_peak_kib = max(phase.rss_peak_kib, rss)
         phase.connections = max(phase.connections, sum(p.open_connections for p in set(pools)))
         await asyncio.sleep(1.0)
+        now, steal_now = clock(), core_steal()
+        server, client = (
+            (b - a) / (now - sampled) for a, b in zip(steal_then, steal_now, strict=True)
+        )
+        phase.steal_samples.append(
+            host_noise.StealSample(sampled - window_start, now - window_start, server, client)
+        )
+        sampled, steal_then = now, steal_now
     phase.server_cpu = harness.cpu_seconds(pid) - cpu0
     phase.client_cpu = harness.self_cpu_seconds() - client0
     steal1 = core_steal()
@@ -436,6 +449,13 @@ def summary(arbiter: Phase, baseline: Phase | None) -> list[str]:
         + ".",
         f"- Errors by kind: {errors}. Replies that were not JSON: {arbiter.non_json}.",
         stalls(arbiter),
+        host_noise.describe(
+            arbiter.latencies,
+            arbiter.latency_seconds,
+            arbiter.steal_samples,
+            GOAL_P99,
+            round(arbiter.window),
+        ),
         *(
             [
                 collector.describe(arbiter.server_seen.pauses),

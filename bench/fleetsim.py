@@ -27,6 +27,7 @@ import asyncio
 import math
 import random
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -142,6 +143,8 @@ class Recorder:
     window_start: float = 0.0
     window_end: float = math.inf
     latencies: dict[str, list[float]] = field(default_factory=dict)
+    # The window's second of each latency (by intended send time), in step with it.
+    seconds: dict[str, "array[int]"] = field(default_factory=dict)
     errors: Counter[tuple[str, str]] = field(default_factory=Counter)
     events: Counter[str] = field(default_factory=Counter)
     responses: int = 0  # every reply received, whole run (for CPU per request)
@@ -159,8 +162,9 @@ class Recorder:
         self.responses += 1
         if self.in_window(intended):
             took = done - intended
-            self.latencies.setdefault(endpoint, []).append(took)
             second = int(intended - self.window_start)
+            self.latencies.setdefault(endpoint, []).append(took)
+            self.seconds.setdefault(endpoint, array("I")).append(second)
             if took > self.worst_by_second.get(second, 0.0):
                 self.worst_by_second[second] = took
 

@@ -65,6 +65,10 @@ def test_fleet_ledger_equals_server_totals(
     assert histograms[COMMITS].count > 0
     assert histograms[UPDATE_BATCHES].count > 0
     assert histograms["/api/update_task"].count > 0
+    # The host's steal was sampled about every second, and each latency knows its second.
+    assert len(phase.steal_samples) >= 5
+    for endpoint, latencies in phase.latencies.items():
+        assert len(phase.latency_seconds[endpoint]) == len(latencies)
     assert phase.events.get("abrupt disconnects", 0) > 0
     # Workers moved on to new tasks (finished, failed or crashed ones), and most
     # tasks had results acknowledged: the ledger is not trivially empty.
