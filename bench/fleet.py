@@ -80,6 +80,7 @@ class Phase:
     latency_seconds: dict[str, "array[int]"] = field(default_factory=dict)  # in step
     errors: dict[str, int] = field(default_factory=dict)
     events: dict[str, int] = field(default_factory=dict)
+    events_by_second: dict[tuple[str, int], int] = field(default_factory=dict)
     requests: int = 0
     server_cpu: float = 0.0
     client_cpu: float = 0.0
@@ -94,6 +95,15 @@ class Phase:
     connections: int = 0
     worst_by_second: dict[int, float] = field(default_factory=dict)
     server_seen: collector.Snapshot | None = None  # the window's /metrics; None: not scraped
+
+    def timeline(self) -> host_noise.Timeline:
+        return host_noise.Timeline(
+            self.latencies,
+            self.latency_seconds,
+            self.events_by_second,
+            self.steal_samples,
+            round(self.window),
+        )
 
     def p(self, endpoint: str, q: float) -> float:
         return percentile(self.latencies.get(endpoint, []), q) * 1000
@@ -170,6 +180,7 @@ async def run_phase(
     phase.latency_seconds = recorder.seconds
     phase.errors = {f"{endpoint} {kind}": n for (endpoint, kind), n in recorder.errors.items()}
     phase.events = dict(recorder.events)
+    phase.events_by_second = dict(recorder.events_by_second)
     phase.late_sends = recorder.late_sends
     phase.worst_by_second = recorder.worst_by_second
     phase.non_json = recorder.non_json
@@ -449,13 +460,7 @@ def summary(arbiter: Phase, baseline: Phase | None) -> list[str]:
         + ".",
         f"- Errors by kind: {errors}. Replies that were not JSON: {arbiter.non_json}.",
         stalls(arbiter),
-        host_noise.describe(
-            arbiter.latencies,
-            arbiter.latency_seconds,
-            arbiter.steal_samples,
-            GOAL_P99,
-            round(arbiter.window),
-        ),
+        host_noise.describe(arbiter.timeline(), GOAL_P99),
         *(
             [
                 collector.describe(arbiter.server_seen.pauses),

@@ -147,6 +147,7 @@ class Recorder:
     seconds: dict[str, "array[int]"] = field(default_factory=dict)
     errors: Counter[tuple[str, str]] = field(default_factory=Counter)
     events: Counter[str] = field(default_factory=Counter)
+    events_by_second: Counter[tuple[str, int]] = field(default_factory=Counter)
     responses: int = 0  # every reply received, whole run (for CPU per request)
     late_sends: int = 0
     non_json: int = 0
@@ -177,6 +178,7 @@ class Recorder:
     def event(self, name: str, intended: float) -> None:
         if self.in_window(intended):
             self.events[name] += 1
+            self.events_by_second[(name, int(intended - self.window_start))] += 1
 
 
 @dataclass
