@@ -53,8 +53,8 @@ class Pauses:
 
 @dataclass(frozen=True)
 class Buckets:
-    """An unlabelled histogram's totals: the count at or under each bucket's upper
-    bound (the last bound infinite), and the sum of what it observed."""
+    """A histogram's totals (of one set of labels): the count at or under each
+    bucket's upper bound (the last bound infinite), and the sum of what it observed."""
 
     cumulative: dict[float, float] = field(default_factory=dict)
     total: float = 0.0

@@ -77,7 +77,8 @@ class Phase:
     workers: int
     window: float = 0.0
     latencies: dict[str, list[float]] = field(default_factory=dict)
-    latency_seconds: dict[str, "array[int]"] = field(default_factory=dict)  # in step
+    # The window's second of each latency, in step with `latencies`.
+    latency_seconds: dict[str, "array[int]"] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     events: dict[str, int] = field(default_factory=dict)
     events_by_second: dict[tuple[str, int], int] = field(default_factory=dict)
