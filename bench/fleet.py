@@ -94,7 +94,6 @@ class Phase:
     late_sends: int = 0
     non_json: int = 0
     connections: int = 0
-    worst_by_second: dict[int, float] = field(default_factory=dict)
     server_seen: collector.Snapshot | None = None  # the window's /metrics; None: not scraped
 
     def timeline(self) -> host_noise.Timeline:
@@ -105,6 +104,16 @@ class Phase:
             self.steal_samples,
             round(self.window),
         )
+
+    def worst_by_second(self) -> dict[int, float]:
+        """The slowest reply of each second of the window (by intended send time): a
+        stall shows as seconds whose worst reply took far longer than the rest."""
+        worst: dict[int, float] = {}
+        for endpoint, latencies in self.latencies.items():
+            for took, second in zip(latencies, self.latency_seconds[endpoint], strict=True):
+                if took > worst.get(second, 0.0):
+                    worst[second] = took
+        return worst
 
     def p(self, endpoint: str, q: float) -> float:
         return percentile(self.latencies.get(endpoint, []), q) * 1000
@@ -183,7 +192,6 @@ async def run_phase(
     phase.events = dict(recorder.events)
     phase.events_by_second = dict(recorder.events_by_second)
     phase.late_sends = recorder.late_sends
-    phase.worst_by_second = recorder.worst_by_second
     phase.non_json = recorder.non_json
     return phase, fleet
 
@@ -483,18 +491,19 @@ STALL_SECONDS = 1.0  # a second of the window whose slowest reply took longer st
 
 def stalls(phase: Phase) -> str:
     """The seconds of the window in which some reply took over STALL_SECONDS."""
-    stalled = sorted(s for s, took in phase.worst_by_second.items() if took > STALL_SECONDS)
+    worst_by_second = phase.worst_by_second()
+    stalled = sorted(s for s, took in worst_by_second.items() if took > STALL_SECONDS)
     if not stalled:
-        worst = max(phase.worst_by_second.values(), default=0.0)
+        worst = max(worst_by_second.values(), default=0.0)
         return (
             f"- Stalls (a reply over {STALL_SECONDS:g} s): none;"
             f" slowest reply {worst * 1000:.0f} ms."
         )
-    worst_second = max(stalled, key=lambda s: phase.worst_by_second[s])
+    worst_second = max(stalled, key=lambda s: worst_by_second[s])
     return (
         f"- Stalls (a reply over {STALL_SECONDS:g} s): in {len(stalled)} of"
-        f" {len(phase.worst_by_second)} seconds; the worst at +{worst_second} s of the window,"
-        f" {phase.worst_by_second[worst_second]:.1f} s."
+        f" {len(worst_by_second)} seconds; the worst at +{worst_second} s of the window,"
+        f" {worst_by_second[worst_second]:.1f} s."
     )
 
 

@@ -152,9 +152,6 @@ class Recorder:
     late_sends: int = 0
     non_json: int = 0
     error_times: list[float] | None = None  # loop time of each error, when wanted
-    # The slowest reply of each second of the window (by intended send time): a
-    # stall shows as seconds whose worst reply took far longer than the rest.
-    worst_by_second: dict[int, float] = field(default_factory=dict)
 
     def in_window(self, intended: float) -> bool:
         return self.window_start <= intended < self.window_end
@@ -166,8 +163,6 @@ class Recorder:
             second = int(intended - self.window_start)
             self.latencies.setdefault(endpoint, []).append(took)
             self.seconds.setdefault(endpoint, array("I")).append(second)
-            if took > self.worst_by_second.get(second, 0.0):
-                self.worst_by_second[second] = took
 
     def error(self, endpoint: str, kind: str, intended: float) -> None:
         if self.in_window(intended):

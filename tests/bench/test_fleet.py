@@ -4,13 +4,22 @@ acknowledged results must equal the server's run totals exactly, with no
 server error and no reply that is not JSON. The full benchmark is
 bench/fleet.py (docs/benchmarks.md)."""
 
+from array import array
 from pathlib import Path
 
 import pytest
 
 from bench import harness
 from bench.collector import COMMITS, UPDATE_BATCHES
-from bench.fleet import HEAVY_CONCURRENCIES, Options, Phase, Setup, arbiter_phase, describe_steal
+from bench.fleet import (
+    HEAVY_CONCURRENCIES,
+    Options,
+    Phase,
+    Setup,
+    arbiter_phase,
+    describe_steal,
+    stalls,
+)
 from bench.fleetsim import WORKER_CONCURRENCY, Cadence, Chaos, FleetConfig
 from tests import fresh_loop
 from tests.web.live_server import PASSWORD
@@ -104,3 +113,19 @@ def test_a_floor_measured_while_the_host_took_much_more_is_flagged() -> None:
     )
     close = Phase("baseline", 10, window=100.0, steal=(12.0, 1.0))
     assert "fair" not in describe_steal(server, close)
+
+
+def test_a_stall_is_a_second_whose_slowest_reply_took_over_a_second() -> None:
+    phase = Phase("arbiter", WORKERS, window=3.0)
+    phase.latencies = {"/api/beat": [0.002, 1.5, 0.004], "/api/update_task": [2.5, 0.003]}
+    phase.latency_seconds = {
+        "/api/beat": array("I", [0, 1, 2]),
+        "/api/update_task": array("I", [1, 2]),
+    }
+    assert phase.worst_by_second() == {0: 0.002, 1: 2.5, 2: 0.004}
+    assert stalls(phase) == (
+        "- Stalls (a reply over 1 s): in 1 of 3 seconds; the worst at +1 s of the window, 2.5 s."
+    )
+    phase.latencies["/api/update_task"] = [0.25, 0.003]
+    phase.latencies["/api/beat"][1] = 0.1
+    assert stalls(phase) == "- Stalls (a reply over 1 s): none; slowest reply 250 ms."
