@@ -199,7 +199,8 @@ async def run_phase(
 async def sample(
     phase: Phase, fleet: Fleet, pid: int, pools: list[Pool], *, start: float, options: Options
 ) -> None:
-    """Server CPU, RSS and request counts at the window's edges; RSS every second."""
+    """Server CPU, RSS, steal and request counts at the window's edges; RSS and
+    steal every second."""
     await asyncio.sleep(max(0.0, start + options.ramp - clock()))
     cpu0, responses0 = harness.cpu_seconds(pid), fleet.recorder.responses
     client0 = harness.self_cpu_seconds()
@@ -222,8 +223,8 @@ async def sample(
         sampled, steal_then = now, steal_now
     phase.server_cpu = harness.cpu_seconds(pid) - cpu0
     phase.client_cpu = harness.self_cpu_seconds() - client0
-    steal1 = core_steal()
-    phase.steal = (steal1[0] - steal0[0], steal1[1] - steal0[1])
+    # Up to the last sample's read, a moment ago: /proc/stat need not be read again.
+    phase.steal = (steal_then[0] - steal0[0], steal_then[1] - steal0[1])
     phase.requests = fleet.recorder.responses - responses0
     phase.rss_end_kib = harness.rss_kib(pid)
 
