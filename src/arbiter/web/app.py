@@ -21,14 +21,15 @@ import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arbiter.domain.accounts import ActiveSession
-from arbiter.protocol import WORKER_PATHS
 from arbiter.storage.lease import PrimaryLease, primary_lease
 from arbiter.telemetry import time_collector_pauses
 from arbiter.web.access_log import AccessLog
@@ -59,12 +60,7 @@ from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
 from arbiter.web.sessions import EndedSessionRedirectMiddleware, SessionMiddleware
 from arbiter.web.settings import Settings, SettingsError
 from arbiter.web.state import AppState
-from arbiter.web.worker_calls import (
-    WorkerCallsMiddleware,
-    WorkerEndpoints,
-    WorkerGuards,
-    worker_routes,
-)
+from arbiter.web.worker_calls import WorkerCalls, WorkerGuards, is_worker_call, worker_routes
 
 log = logging.getLogger("arbiter")
 
@@ -102,6 +98,23 @@ def _tune_runtime_for_serving() -> None:
     gc.freeze()
     _young, middle, old = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+
+
+class ArbiterApp(Starlette):
+    """Starlette, with each worker protocol call handed to `worker_calls`
+    (web/worker_calls.py) before its middleware stack; every other request,
+    and the lifespan, goes through Starlette as usual."""
+
+    def __init__(self, worker_calls: ASGIApp, **starlette: Any) -> None:
+        super().__init__(**starlette)
+        self.worker_calls = worker_calls
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if is_worker_call(scope):
+            scope["app"] = self
+            await self.worker_calls(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def create_app(
@@ -168,7 +181,7 @@ def create_app(
         settings.max_body_bytes, settings.max_upload_bytes, UPLOAD_PATHS, PATH_BODY_LIMITS
     )
     # What every page and API request passes; worker calls pass the same checks
-    # in one layer, and are turned away while the loop lags (web/worker_calls.py).
+    # in one object, and are turned away while the loop lags (web/worker_calls.py).
     guards = [
         Middleware(RequestStateMiddleware),
         Middleware(ShutdownGuardMiddleware, is_shutting_down=is_shutting_down),
@@ -189,23 +202,26 @@ def create_app(
     table = routes()
     handlers = exception_handlers()
     lag = LoopLag(settings.overload_lag_ms / 1000)
-    worker_app = WorkerGuards(
-        WorkerEndpoints(worker_routes(table), handlers),
-        lag=lag,
-        is_shutting_down=is_shutting_down,
-        body_limits=body_limits,
-        is_primary=settings.is_primary,
-        lease_held=lease_held,
-    )
     metrics = AppMetrics()
     observers: list[RequestObserver] = [metrics.observe_request]
     if settings.access_log:
         observers.insert(0, AccessLog())
+    worker_calls = WorkerCalls(
+        worker_routes(table),
+        handlers,
+        WorkerGuards(
+            lag=lag,
+            is_shutting_down=is_shutting_down,
+            body_limits=body_limits,
+            is_primary=settings.is_primary,
+            lease_held=lease_held,
+        ),
+        observers,
+    )
     middleware = [
         Middleware(RequestIdMiddleware),
         # Outermost but for the request id (in every line below): sees every reply.
         Middleware(ObservedRequestsMiddleware, observers=observers),
-        Middleware(WorkerCallsMiddleware, short=worker_app, paths=frozenset(WORKER_PATHS)),
         Middleware(HeadMethodMiddleware),
         *guards,
         Middleware(
@@ -217,7 +233,8 @@ def create_app(
         ),
         Middleware(EndedSessionRedirectMiddleware),
     ]
-    app = Starlette(
+    app = ArbiterApp(
+        worker_calls,
         routes=table,
         middleware=middleware,
         exception_handlers=handlers,
