@@ -1,22 +1,14 @@
-"""A real `arbiter serve` process on a real socket, for tests that need uvicorn;
-or any ASGI app under Arbiter's uvicorn setup, in the test's own loop."""
+"""A real `arbiter serve` process on a real socket, for tests that need uvicorn."""
 
-import asyncio
-import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2 as httpx
-import uvicorn
-from starlette.types import ASGIApp
-
-from arbiter.web.serve import uvicorn_config
 
 PASSWORD = "correct horse battery staple 1729"
 CHEAP_HASHING = {"ARBITER_ARGON2_TIME_COST": "1", "ARBITER_ARGON2_MEMORY_KIB": "8"}
@@ -130,23 +122,3 @@ def create_token(data_dir: Path, name: str, database_url: str = "") -> str:
         args += ["--database-url", database_url]
     done = subprocess.run(args, text=True, check=True, capture_output=True, env=dict(os.environ))
     return done.stdout.strip()
-
-
-@contextlib.asynccontextmanager
-async def serving(
-    app: ASGIApp, keep_alive: float = 75.0
-) -> AsyncIterator[tuple[uvicorn.Server, int]]:
-    """`app` under Arbiter's uvicorn setup (web/serve.py) in this loop, with this
-    keep-alive timeout; the server and its port."""
-    port = free_port()
-    config = uvicorn_config(app, "127.0.0.1", port, "warning")
-    config.timeout_keep_alive = keep_alive  # type: ignore[assignment]
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
-    try:
-        yield server, port
-    finally:
-        server.should_exit = True
-        await serving

@@ -4,16 +4,18 @@ trickled heads and bodies, and the cap on open connections. The limits act
 before any storage is touched, so SQLite alone is used."""
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import select
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
 
 from arbiter.web.connection_limits import (
     FD_RESERVE,
@@ -22,10 +24,10 @@ from arbiter.web.connection_limits import (
     reply_bytes,
     shown_path,
 )
-from arbiter.web.serve import connection_limits
+from arbiter.web.serve import connection_limits, uvicorn_config
 from arbiter.web.settings import Settings, SettingsError
 from tests import fresh_loop
-from tests.web.live_server import Server, serving, start_server, stop
+from tests.web.live_server import Server, free_port, start_server, stop
 
 SMALL_LIMITS = {
     "ARBITER_MAX_HEADER_BYTES": "4096",
@@ -293,6 +295,24 @@ async def one_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) 
     return head
 
 
+@contextlib.asynccontextmanager
+async def serving(keep_alive: float = 75.0) -> AsyncIterator[tuple[uvicorn.Server, int]]:
+    """`marking_app` under Arbiter's uvicorn setup in this loop, with this
+    keep-alive timeout; the server and its port."""
+    port = free_port()
+    config = uvicorn_config(marking_app, "127.0.0.1", port, "warning")
+    config.timeout_keep_alive = keep_alive  # type: ignore[assignment]
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield server, port
+    finally:
+        server.should_exit = True
+        await serving
+
+
 async def closed_at(reader: asyncio.StreamReader) -> float:
     """When (time.monotonic) the server closes this connection."""
     assert await asyncio.wait_for(reader.read(), timeout=30) == b""
@@ -306,7 +326,7 @@ def test_an_idle_connection_keeps_nothing_of_its_finished_request() -> None:
     collection of the garbage collector walked. Keep-alive still works."""
 
     async def scenario() -> None:
-        async with serving(marking_app) as (server, port):
+        async with serving() as (server, port):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             assert (await one_reply(reader, writer)).startswith(b"HTTP/1.1 200")
             (protocol,) = server.server_state.connections
@@ -328,7 +348,7 @@ def test_a_connection_idle_past_the_keep_alive_timeout_is_closed() -> None:
     keep_alive = 0.8
 
     async def scenario() -> None:
-        async with serving(marking_app, keep_alive) as (_, port):
+        async with serving(keep_alive) as (_, port):
             # A connection turns idle when the server has sent its reply, between the
             # request's send and the reply's arrival: the timeout is counted from the
             # send, which comes before.
@@ -361,7 +381,7 @@ def test_a_connection_that_never_asks_is_closed_after_the_keep_alive_timeout() -
     keep_alive = 0.5
 
     async def scenario() -> None:
-        async with serving(marking_app, keep_alive) as (server, port):
+        async with serving(keep_alive) as (server, port):
             opened = time.monotonic()
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             assert keep_alive <= await closed_at(reader) - opened < keep_alive + 5

@@ -15,8 +15,7 @@ cannot help, since it is called only once the headers are complete. So
   Retry-After written on its transport, without the app;
 - the keep-alive timeout kept by one sweep a second over the idle
   connections (`IdleConnections`) instead of uvicorn's timer armed after every
-  response; a connection that never sends a byte is closed by it too;
-- a reply's head and body sent in one write (`web/one_write.py`).
+  response; a connection that never sends a byte is closed by it too.
 
 Per request it costs a few attribute updates and two dict operations; a timer
 is armed only when a read ends in the middle of a request's head or body,
@@ -37,8 +36,6 @@ from typing import Any, ClassVar
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
-
-from arbiter.web.one_write import HeadHeldTransport, holds_head
 
 log = logging.getLogger(__name__)
 
@@ -269,11 +266,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.head_bytes = 0
         self.phase = BODY
         self.cancel_phase_timer()
-        earlier = self.cycle
         super().on_headers_complete()
-        cycle = self.cycle
-        if cycle is not earlier and holds_head(self.scope["method"], self.expect_100_continue):
-            cycle.transport = HeadHeldTransport(self.transport)  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:
         if not self.answered:
