@@ -37,7 +37,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 import httpx2 as httpx
 import uvloop
 
-from bench import collector, harness, host_noise, profile
+from bench import collector, harness, host_noise, profile, threads
 from bench.command import command_line
 from bench.fleetsim import (
     TAIL_SAMPLES,
@@ -95,6 +95,8 @@ class Phase:
     non_json: int = 0
     connections: int = 0
     server_seen: collector.Snapshot | None = None  # the window's /metrics; None: not scraped
+    thread_cpu: dict[int, threads.ThreadCpu] = field(default_factory=dict)  # the window's
+    thread_names: dict[int, str] = field(default_factory=dict)
 
     def timeline(self) -> host_noise.Timeline:
         return host_noise.Timeline(
@@ -203,6 +205,7 @@ async def sample(
     steal every second."""
     await asyncio.sleep(max(0.0, start + options.ramp - clock()))
     cpu0, responses0 = harness.cpu_seconds(pid), fleet.recorder.responses
+    threads0 = threads.thread_cpu(pid)
     client0 = harness.self_cpu_seconds()
     steal0 = core_steal()
     window_start, sampled, steal_then = start + options.ramp, clock(), steal0
@@ -222,11 +225,13 @@ async def sample(
         )
         sampled, steal_then = now, steal_now
     phase.server_cpu = harness.cpu_seconds(pid) - cpu0
+    phase.thread_cpu = threads.spent(threads0, threads.thread_cpu(pid))
     phase.client_cpu = harness.self_cpu_seconds() - client0
     # Up to the last sample's read, a moment ago: /proc/stat need not be read again.
     phase.steal = (steal_then[0] - steal0[0], steal_then[1] - steal0[1])
     phase.requests = fleet.recorder.responses - responses0
     phase.rss_end_kib = harness.rss_kib(pid)
+    phase.thread_names = threads.thread_names(pid)  # after the window: py-spy takes a moment
 
 
 def describe_steal(arbiter: Phase, baseline: Phase | None) -> str:
@@ -461,6 +466,7 @@ def summary(arbiter: Phase, baseline: Phase | None) -> list[str]:
         f" ({ratio(arbiter.cpu_per_1000, base_cpu)}x the baseline's {base_cpu:.3f});"
         f" {arbiter.core_share * 100:.1f}% of a core, {per_1000_workers:.2f}% per 1,000 workers"
         " at this cadence.",
+        threads.describe(arbiter.thread_cpu, arbiter.thread_names),
         f"- Server RSS: {arbiter.rss_start_kib / 1024:.0f} MiB at the window's start,"
         f" {arbiter.rss_end_kib / 1024:.0f} MiB at its end, peak {arbiter.rss_peak_kib / 1024:.0f}"
         f" MiB; slope {arbiter.rss_slope_kib_per_min:.0f} KiB/min"

@@ -74,6 +74,10 @@ def test_fleet_ledger_equals_server_totals(
     assert histograms[COMMITS].count > 0
     assert histograms[UPDATE_BATCHES].count > 0
     assert histograms["/api/update_task"].count > 0
+    # Its CPU was read by thread, each named: the loop and the results thread worked.
+    named = {phase.thread_names.get(tid): cpu for tid, cpu in phase.thread_cpu.items()}
+    assert named["MainThread"].total > 0
+    assert named["arbiter-results"].total > 0
     # The host's steal was sampled about every second, and each latency knows its second.
     assert len(phase.steal_samples) >= 5
     for endpoint, latencies in phase.latencies.items():
