@@ -32,6 +32,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from bench import harness
 from bench.command import command_line
 from bench.fleetsim import worker_info
