@@ -117,13 +117,13 @@ class CountedBodyRequest(Request):
 
     def __init__(self, scope: Scope, receive: Receive, limit: int) -> None:
         super().__init__(scope, receive)
-        self.limit = limit
-        self.read: bytes | None = None
+        self.body_limit = limit
+        self.received: bytes | None = None
 
     async def body(self) -> bytes:
-        if self.read is None:
-            self.read = await self._receive_body()
-        return self.read
+        if self.received is None:
+            self.received = await self._receive_body()
+        return self.received
 
     async def _receive_body(self) -> bytes:
         parts: list[bytes] = []
@@ -134,8 +134,8 @@ class CountedBodyRequest(Request):
                 raise ClientDisconnect
             part = message.get("body", b"")
             size += len(part)
-            if size > self.limit:
-                raise ApiError(413, f"request body larger than {self.limit} bytes")
+            if size > self.body_limit:
+                raise ApiError(413, f"request body larger than {self.body_limit} bytes")
             if not message.get("more_body", False):
                 if not parts:
                     return bytes(part)
