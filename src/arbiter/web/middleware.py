@@ -159,8 +159,13 @@ class BodySizeLimitMiddleware:
         await serve_counted(self.app, scope, receive, send, limit)
 
 
+def too_large(limit: int) -> str:
+    """What a 413 says: the body's limit."""
+    return f"request body larger than {limit} bytes"
+
+
 async def send_too_large(scope: Scope, send: Send, limit: int) -> None:
-    await send_error(scope, send, 413, f"request body larger than {limit} bytes")
+    await send_error(scope, send, 413, too_large(limit))
 
 
 async def serve_counted(

@@ -46,6 +46,7 @@ from arbiter.web.middleware import (
     primary_refusal,
     send_error,
     send_too_large,
+    too_large,
 )
 from arbiter.web.observed import RequestObserver
 from arbiter.web.overload import LoopLag, send_shed_reply
@@ -135,13 +136,10 @@ class CountedBodyRequest(Request):
             part = message.get("body", b"")
             size += len(part)
             if size > self.body_limit:
-                raise ApiError(413, f"request body larger than {self.body_limit} bytes")
-            if not message.get("more_body", False):
-                if not parts:
-                    return bytes(part)
-                parts.append(part)
-                return b"".join(parts)
+                raise ApiError(413, too_large(self.body_limit))
             parts.append(part)
+            if not message.get("more_body", False):
+                return b"".join(parts)  # one part: that very object, not a copy
 
 
 class Reply:
