@@ -22,7 +22,6 @@ memory, the reply and the request's passage through the app.
 import argparse
 import asyncio
 import json
-import os
 import random
 import statistics
 import subprocess
@@ -124,20 +123,6 @@ def source_tree(rev: str) -> Iterator[Path]:
             subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=False)
 
 
-def start_from(source: Path | None, data: Path) -> Server:
-    """Arbiter on the server's core, from `source` (None: this checkout's)."""
-    saved = os.environ.get("PYTHONPATH")
-    if source is not None:
-        os.environ["PYTHONPATH"] = str(source)  # the server process imports arbiter from it
-    try:
-        return harness.start_arbiter(data)
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
-
-
 def measure(options: argparse.Namespace, scratch: Path, against: Path | None) -> list[Measured]:
     accounts = harness.create_accounts(scratch / "data", "", ACCOUNTS)
     calls = requests(options.path, accounts)
@@ -149,7 +134,7 @@ def measure(options: argparse.Namespace, scratch: Path, against: Path | None) ->
         with harness.running(harness.start_hello(scratch)) as hello:
             floor.per_call_us.append(cost_per_call(hello, calls, options))
         for measured, source in arbiters:
-            with harness.running(start_from(source, scratch / "data")) as server:
+            with harness.running(harness.start_arbiter(scratch / "data", source=source)) as server:
                 measured.per_call_us.append(cost_per_call(server, calls, options))
                 problems = harness.server_errors(server)
             if problems:

@@ -49,8 +49,13 @@ def pin_self_to_client_core() -> None:
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process (all its threads), from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return sum(user_and_system_seconds(Path(f"/proc/{pid}/stat")))
+
+
+def user_and_system_seconds(stat: Path) -> tuple[float, float]:
+    """utime and stime from a /proc `stat` file (a process's or one thread's)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
 
 
 def steal_seconds(*cpus: int | str) -> tuple[float, ...]:
@@ -150,10 +155,18 @@ def submit_runs(url: str, accounts: Accounts, repo: str, count: int) -> list[str
 
 
 def start_arbiter(
-    data_dir: Path, database_url: str = "", port: int | None = None, *, pin: bool = True
+    data_dir: Path,
+    database_url: str = "",
+    port: int | None = None,
+    *,
+    pin: bool = True,
+    source: Path | None = None,
 ) -> Server:
-    """An Arbiter primary with its background jobs, pinned to the server core."""
+    """An Arbiter primary with its background jobs, pinned to the server core;
+    from the package under `source` (a checkout's `src`) instead of this one's."""
     env = {"ARBITER_LOG_LEVEL": "warning"}
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
     return start_server(data_dir, database_url, env, port=port, cpus=SERVER_CPU if pin else "")
 
 

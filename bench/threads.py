@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import CLIENT_CPU, CLOCK_TICKS
+from bench.harness import CLIENT_CPU, user_and_system_seconds
 
 # py-spy dump's line for each thread: `Thread 123 (idle): "arbiter-results"`.
 _THREAD_LINE = re.compile(r'^Thread (\d+) \([^)]*\): "(.*)"$')
@@ -41,12 +41,10 @@ def thread_cpu(pid: int) -> dict[int, ThreadCpu]:
     found = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            user, system = user_and_system_seconds(task / "stat")
         except FileNotFoundError:  # ended meanwhile
             continue
-        found[int(task.name)] = ThreadCpu(
-            int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
-        )
+        found[int(task.name)] = ThreadCpu(user, system)
     return found
 
 
