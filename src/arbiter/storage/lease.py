@@ -209,6 +209,12 @@ class AdvisoryLockLease:
             return False
 
     def release(self) -> None:
+        # Unlocked before the session ends: a closed session's locks go only when
+        # its server process exits, after the close returns, so a primary taking
+        # the lease at once could still find it held.
+        if self._connection is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._connection.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
         self._close()
 
     def _try_lock(self) -> str | None:
