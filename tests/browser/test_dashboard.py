@@ -171,6 +171,11 @@ def test_the_home_page_refreshes_and_reads_on_a_phone(
     other.fill("#tests_repo", repo_url)
     other.fill("#new_tag", "patch")
     other.click("form.new-run button[type=submit]")
+    # Close only once the run's page has loaded: Chromium can drop a close that
+    # races a navigation's commit, and page.close() then waits forever
+    # (crbug.com/536385539).
+    other.wait_for_url(re.compile(r"/tests/view/"))
+    expect(other.locator("#run-status")).to_be_visible()
     other.close()
     page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
     expect(page.locator("#pending .badge")).to_have_text("1", timeout=LIVE_WAIT_MS)
