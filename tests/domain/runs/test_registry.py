@@ -1,10 +1,19 @@
-"""RunContext.commit: a change is written as what differs from the stored run."""
+"""RunContext.commit: a change is written as what differs from the stored run; a
+Change chains the saves of its tasks."""
 
 from arbiter.domain.accounts import User
+from arbiter.domain.runs.registry import Change
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
-from tests.domain.runs.support import approved_run, pairs, take_task, worker
+from tests.domain.runs.support import (
+    approved_run,
+    pairs,
+    run_record,
+    take_task,
+    task_record,
+    worker,
+)
 
 
 def stored_run_and_task(storage: Storage, run_id: str, task_id: int) -> tuple[int, int]:
@@ -56,3 +65,18 @@ def test_a_save_without_the_stored_record_writes_every_field(
         tx.runs.save(run)
         tx.tasks.save(task)
     assert stored_run_and_task(storage, run_id, task_id) == (0, 0)
+
+
+def test_a_change_chains_the_saves_of_each_task() -> None:
+    run = run_record(pentanomial=(0, 0, 0, 0, 0))
+    first, second = task_record(task_id=0), task_record(task_id=1, unique_key="k2")
+    change = Change(run)
+    one = evolve(first, wins=1, draws=1, pentanomial=(0, 0, 0, 1, 0))
+    change.save_task(change.current(first), one)
+    change.save_task(change.current(second), evolve(second, losses=2, pentanomial=(1, 0, 0, 0, 0)))
+    two = evolve(one, wins=3, draws=1, pentanomial=(0, 0, 0, 1, 1))
+    change.save_task(change.current(first), two)
+    assert change.current(first) is two
+    assert [task.task_id for task in change.saved.values()] == [0, 1]
+    assert (change.run.wins, change.run.losses, change.run.draws) == (3, 2, 1)
+    assert change.run.pentanomial == (1, 0, 0, 1, 1)

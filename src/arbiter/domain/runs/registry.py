@@ -41,19 +41,21 @@ class Change:
     """What one operation changes in one run; committed as a unit."""
 
     run: RunRecord
-    saved: list[TaskRecord] = field(default_factory=list)  # existing tasks, new values
+    # Existing tasks' new values by task id: a batch folds hundreds of updates of
+    # one run into one change, and each looks its task up here.
+    saved: dict[int, TaskRecord] = field(default_factory=dict)
     added: list[TaskRecord] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)  # keyword sets for actions.record
     purged: list[dict[str, Any]] = field(default_factory=list)  # copies for bad_tasks.append
 
     def current(self, task: TaskRecord) -> TaskRecord:
         """The task as this change leaves it so far."""
-        return next((t for t in self.saved if t.task_id == task.task_id), task)
+        return self.saved.get(task.task_id, task)
 
     def save_task(self, old: TaskRecord, new: TaskRecord) -> None:
         """`old` must be `current(...)` of the task: deltas chain within one change."""
         self.run = apply_change(self.run, old, new)
-        self.saved = [t for t in self.saved if t.task_id != new.task_id] + [new]
+        self.saved[new.task_id] = new
 
     def add_task(self, task: TaskRecord) -> None:
         self.run = apply_change(self.run, None, task)
@@ -136,7 +138,7 @@ class Registry:
     def publish(self, state: RunState, change: Change) -> None:
         """Apply a committed change to memory (caller holds `state.lock`)."""
         with self._lock:
-            for task in [*change.saved, *change.added]:
+            for task in [*change.saved.values(), *change.added]:
                 old = state.tasks[task.task_id] if task.task_id < len(state.tasks) else None
                 was_active = old is not None and old.active
                 if was_active and not task.active:
@@ -213,7 +215,11 @@ def write_changes(tx: Tx, changes: list[tuple[RunState, Change]]) -> None:
     of all the runs go in one statement, and so do runs' rows changed alike."""
     tx.tasks.add_many([task for _, change in changes for task in change.added])
     tx.tasks.save_many(
-        [(task, state.tasks[task.task_id]) for state, change in changes for task in change.saved]
+        [
+            (task, state.tasks[task.task_id])
+            for state, change in changes
+            for task in change.saved.values()
+        ]
     )
     tx.runs.save_many([(change.run, state.run) for state, change in changes])
     for _, change in changes:

@@ -123,7 +123,7 @@ class UpdateBatches:
     def _fold(self, batch: _RunBatch, call: _UpdateCall) -> None:
         """Fold one update into its run's change; a refused one leaves it as it was."""
         change = batch.change
-        before = (change.run, list(change.saved), len(change.log), len(change.purged))
+        before = (change.run, dict(change.saved), len(change.log), len(change.purged))
         try:
             batch.served.append((call, self._ingest.apply_update(batch.state, change, call.update)))
         except Exception as error:
