@@ -24,10 +24,7 @@ import asyncio
 import json
 import random
 import statistics
-import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,19 +107,6 @@ def cost_per_call(server: Server, calls: list[bytes], options: argparse.Namespac
     return spent / max(1, answered) * 1e6
 
 
-@contextmanager
-def source_tree(rev: str) -> Iterator[Path]:
-    """REV checked out into a temporary worktree; its `src`."""
-    with harness.scratch_dir("call-cost-") as scratch:
-        tree = scratch / "tree"
-        git = ["git", "-C", str(harness.ROOT)]
-        subprocess.run([*git, "worktree", "add", "--detach", "-q", str(tree), rev], check=True)
-        try:
-            yield tree / "src"
-        finally:
-            subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=False)
-
-
 def measure(options: argparse.Namespace, scratch: Path, against: Path | None) -> list[Measured]:
     accounts = harness.create_accounts(scratch / "data", "", ACCOUNTS)
     calls = requests(options.path, accounts)
@@ -175,7 +159,7 @@ def run(options: argparse.Namespace) -> list[str]:
     with harness.scratch_dir("call-cost-") as scratch:
         if options.against is None:
             return report(measure(options, scratch, None), options)
-        with source_tree(options.against) as against:
+        with harness.source_tree(options.against, "call-cost-") as against:
             return report(measure(options, scratch, against), options)
 
 

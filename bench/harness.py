@@ -201,6 +201,19 @@ def scratch_dir(prefix: str) -> Iterator[Path]:
 
 
 @contextmanager
+def source_tree(rev: str, prefix: str) -> Iterator[Path]:
+    """REV checked out into a temporary git worktree; its `src`."""
+    with scratch_dir(prefix) as scratch:
+        tree = scratch / "tree"
+        git = ["git", "-C", str(ROOT)]
+        subprocess.run([*git, "worktree", "add", "--detach", "-q", str(tree), rev], check=True)
+        try:
+            yield tree / "src"
+        finally:
+            subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=False)
+
+
+@contextmanager
 def running(server: Server) -> Iterator[Server]:
     try:
         yield server
