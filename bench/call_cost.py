@@ -23,9 +23,7 @@ import argparse
 import asyncio
 import json
 import random
-import statistics
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
@@ -34,21 +32,12 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 from bench import harness
 from bench.command import command_line
 from bench.fleetsim import worker_info
+from bench.harness import Rounds
 from tests.web.live_server import Server
 
 PAUSE = 0.02  # s a client waits between a reply and its next call
 WARM_UP = 2.0  # s of calls before each measurement (credentials proven, caches warm)
 ACCOUNTS = 10
-
-
-@dataclass
-class Measured:
-    name: str
-    per_call_us: list[float] = field(default_factory=list)  # one a round
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.per_call_us)
 
 
 def requests(path: str, accounts: harness.Accounts) -> list[bytes]:
@@ -107,26 +96,26 @@ def cost_per_call(server: Server, calls: list[bytes], options: argparse.Namespac
     return spent / max(1, answered) * 1e6
 
 
-def measure(options: argparse.Namespace, scratch: Path, against: Path | None) -> list[Measured]:
+def measure(options: argparse.Namespace, scratch: Path, against: Path | None) -> list[Rounds]:
     accounts = harness.create_accounts(scratch / "data", "", ACCOUNTS)
     calls = requests(options.path, accounts)
-    arbiters: list[tuple[Measured, Path | None]] = [(Measured("arbiter (this checkout)"), None)]
+    arbiters: list[tuple[Rounds, Path | None]] = [(Rounds("arbiter (this checkout)"), None)]
     if against is not None:
-        arbiters.append((Measured(f"arbiter ({options.against})"), against))
-    floor = Measured("floor (raw ASGI app)")
+        arbiters.append((Rounds(f"arbiter ({options.against})"), against))
+    floor = Rounds("floor (raw ASGI app)")
     for _ in range(options.rounds):
         with harness.running(harness.start_hello(scratch)) as hello:
-            floor.per_call_us.append(cost_per_call(hello, calls, options))
+            floor.values.append(cost_per_call(hello, calls, options))
         for measured, source in arbiters:
             with harness.running(harness.start_arbiter(scratch / "data", source=source)) as server:
-                measured.per_call_us.append(cost_per_call(server, calls, options))
+                measured.values.append(cost_per_call(server, calls, options))
                 problems = harness.server_errors(server)
             if problems:
                 raise RuntimeError(f"{measured.name} logged errors: {problems[:3]}")
     return [floor, *(measured for measured, _ in arbiters)]
 
 
-def report(measured: list[Measured], options: argparse.Namespace) -> list[str]:
+def report(measured: list[Rounds], options: argparse.Namespace) -> list[str]:
     floor = measured[0].median
     lines = [
         f"CPU per {options.path} call: {options.connections} connections, each pausing"
@@ -137,9 +126,8 @@ def report(measured: list[Measured], options: argparse.Namespace) -> list[str]:
         "|---|---:|---|---:|",
     ]
     for entry in measured:
-        rounds = ", ".join(f"{value:.0f}" for value in entry.per_call_us)
         lines.append(
-            f"| {entry.name} | {entry.median:.1f} | {rounds} | {entry.median / floor:.2f} |"
+            f"| {entry.name} | {entry.median:.1f} | {entry.listed()} | {entry.median / floor:.2f} |"
         )
     return lines
 

@@ -26,8 +26,9 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -49,14 +50,8 @@ GROUPS = 4  # batches of different tasks served at each step (a task holds few s
 
 
 @dataclass
-class Measured:
-    name: str
-    per_update_us: list[float] = field(default_factory=list)  # one a round
+class Measured(harness.Rounds):
     runs_in_batch: float = 0.0  # the median number of runs a batch's updates were of
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.per_update_us)
 
 
 @dataclass
@@ -123,7 +118,7 @@ def child(batch: int, runs_wanted: int, scratch: Path) -> dict[str, object]:
     }
 
 
-def measure_once(source: Path | None, batch: int, runs: int) -> dict[str, object]:
+def measure_once(source: Path | None, batch: int, runs: int) -> dict[str, Any]:
     """One child process on the package under `source` (None: this checkout)."""
     env = dict(os.environ)
     if source is not None:
@@ -135,9 +130,9 @@ def measure_once(source: Path | None, batch: int, runs: int) -> dict[str, object
         )
     if done.returncode != 0:
         raise RuntimeError(f"fold_cost child failed:\n{done.stderr[-2000:]}")
-    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     expected = source or harness.ROOT / "src"
-    if Path(str(result["source"])).resolve() != expected.resolve():
+    if Path(result["source"]).resolve() != expected.resolve():
         raise RuntimeError(f"the child imported arbiter from {result['source']}, not {expected}")
     return result
 
@@ -153,8 +148,8 @@ def measure(options: argparse.Namespace, against: Path | None) -> list[tuple[str
     for _ in range(options.rounds):
         for _, runs, measured, source in table:
             result = measure_once(source, options.batch, runs)
-            measured.per_update_us.append(float(str(result["us_per_update"])))
-            measured.runs_in_batch = float(str(result["runs_in_batch"]))
+            measured.values.append(float(result["us_per_update"]))
+            measured.runs_in_batch = float(result["runs_in_batch"])
     return [(shape, measured) for shape, _, measured, _ in table]
 
 
@@ -168,9 +163,9 @@ def report(measured: list[tuple[str, Measured]], options: argparse.Namespace) ->
         "|---|---:|---|---:|---|",
     ]
     for shape, entry in measured:
-        rounds = ", ".join(f"{value:.0f}" for value in entry.per_update_us)
         lines.append(
-            f"| {shape} | {entry.runs_in_batch:g} | {entry.name} | {entry.median:.1f} | {rounds} |"
+            f"| {shape} | {entry.runs_in_batch:g} | {entry.name} | {entry.median:.1f}"
+            f" | {entry.listed()} |"
         )
     return lines
 

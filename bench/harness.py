@@ -8,13 +8,14 @@ test suite uses); this module adds pinning, the raw-ASGI baseline and metrics.
 import argparse
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,22 @@ class Accounts:
     workers: list[tuple[str, str]]  # (username, token) the fleet uses
     owner: str  # token of the user who submits runs
     approver: str  # token of the approver who approves them
+
+
+@dataclass
+class Rounds:
+    """One thing measured once a round, the others measured in turn with it."""
+
+    name: str
+    values: list[float] = field(default_factory=list)  # one a round
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    def listed(self) -> str:
+        """Each round's figure, to show beside the median."""
+        return ", ".join(f"{value:.0f}" for value in self.values)
 
 
 def create_accounts(data_dir: Path, database_url: str, users: int) -> Accounts:
