@@ -257,7 +257,8 @@ def open_state(settings: Settings) -> AppState:
         files = file_store(storage, settings)
         books = open_books(storage, settings, files)
         share = settings.task_semaphore_per_account or fair_share(settings.task_semaphore_size)
-        fair_gate = AdmissionGate(gate, per_account=share)
+        # As many calls may wait for room at a full gate as it has places.
+        fair_gate = AdmissionGate(gate, per_account=share, room_line=settings.task_semaphore_size)
         approval = ApprovalPolicy(allow_self=settings.allow_self_approval)
         code = code_source(settings)
         runs = Runs(storage, task_gate=fair_gate, books=books, approval=approval, code=code)

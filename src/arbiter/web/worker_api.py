@@ -33,6 +33,10 @@ MAX_LOG_MESSAGE = 5120
 # s a call past its account's share of the gate may wait for one of its places,
 # before "too busy"
 OVER_SHARE_PAUSE = 1.0
+# s a call at a full gate may wait for the next place given back, before "too
+# busy": longer than the gate's usual hold-ups (a young collection, a WAL
+# checkpoint: tens of ms), within request_task's 30 ms p99 for the rest
+ROOM_PATIENCE = 0.05
 # s before a call from an account and address at their machine limit is looked at
 MACHINE_LIMIT_PAUSE = 1.0
 
@@ -56,8 +60,9 @@ async def request_task(request: Request) -> Response:
     # A call past its account's share waits for one of the account's places, and
     # if none comes in time its "too busy" comes after that pause (no thread
     # held): a client that re-sends at once makes a few calls a second instead
-    # of taking the event loop from the fleet.
-    if not await scheduler.admit_or_wait(user, OVER_SHARE_PAUSE):
+    # of taking the event loop from the fleet. A call at a full gate waits
+    # briefly for the next place: a "too busy" idles a worker for 15 s or more.
+    if not await scheduler.admit_or_wait(user, OVER_SHARE_PAUSE, ROOM_PATIENCE):
         return json_reply(request, too_busy())
     # Answered by the scheduling thread (which gives the gate's place back);
     # waiting holds no threadpool thread.

@@ -3,6 +3,7 @@
 import asyncio
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -342,3 +343,197 @@ def test_a_place_goes_back_to_a_full_gate_not_to_the_waiting_call() -> None:
     assert fresh_loop.run(scenario()) == (True, False)
     assert gate._waiting == {}
     assert gate.held_by("alice") == 0
+
+
+# ---------------------------------------------------------------- waiting for room at a full gate
+
+
+def test_a_call_at_a_full_gate_gets_the_next_place_given_back() -> None:
+    """The place goes from the account that leaves to the one waiting for room:
+    the gate never holds more than its places, and each account's count follows."""
+    places = threading.Semaphore(2)
+    gate = AdmissionGate(places, per_account=None, room_line=2)
+
+    async def scenario() -> list[object]:
+        assert [gate.enter("alice"), gate.enter("bob")] == [True, True]
+        waiting = asyncio.ensure_future(gate.enter_or_wait("carol", PATIENCE, PATIENCE))
+        await settle()
+        seen: list[object] = [waiting.done(), gate.occupied()]
+        # Given back by the assignment thread, as in the server.
+        await asyncio.to_thread(gate.leave, "alice")
+        seen += [await asyncio.wait_for(waiting, PATIENCE)]
+        seen += [gate.held_by("alice"), gate.held_by("carol"), gate.occupied()]
+        return seen
+
+    assert fresh_loop.run(scenario()) == [False, 2, True, 0, 1, 2]
+    assert not places.acquire(blocking=False)  # both places are still held
+    assert gate._waiting_for_room == deque()
+
+
+def test_a_call_waiting_for_room_is_refused_when_its_patience_runs_out() -> None:
+    gate = AdmissionGate(threading.Semaphore(1), per_account=None, room_line=1)
+
+    async def scenario() -> tuple[bool, float]:
+        assert gate.enter("alice")
+        started = time.monotonic()
+        return await gate.enter_or_wait("bob", PATIENCE, 0.1), time.monotonic() - started
+
+    granted, waited = fresh_loop.run(scenario())
+    assert not granted
+    assert 0.1 <= waited < PATIENCE
+    assert gate._waiting_for_room == deque()
+    gate.leave("alice")  # nobody waits any more: the place goes back to the gate
+    assert gate.occupied() == 0
+    assert gate.enter("bob")
+
+
+def test_calls_beyond_the_line_for_room_are_refused_at_once() -> None:
+    gate = AdmissionGate(threading.Semaphore(1), per_account=None, room_line=2)
+
+    async def scenario() -> tuple[list[bool], float]:
+        assert gate.enter("alice")
+        calls = [asyncio.ensure_future(gate.enter_or_wait("bob", PATIENCE, 0.3)) for _ in range(4)]
+        started = time.monotonic()
+        refused_at_once = await asyncio.gather(*calls[2:])
+        elapsed = time.monotonic() - started
+        assert len(gate._waiting_for_room) == 2
+        gate.leave("alice")
+        gate.leave("bob")  # the first waiter's place, given back: the second's now
+        served = await asyncio.gather(*calls[:2])
+        return [*served, *refused_at_once], elapsed
+
+    outcomes, elapsed = fresh_loop.run(scenario())
+    assert outcomes == [True, True, False, False]
+    assert elapsed < 0.3
+    gate.leave("bob")
+    assert gate.occupied() == 0
+
+
+def test_without_a_line_for_room_a_full_gate_refuses_at_once() -> None:
+    gate = AdmissionGate(threading.Semaphore(1), per_account=None)
+
+    async def scenario() -> tuple[bool, float]:
+        assert gate.enter("alice")
+        started = time.monotonic()
+        return await gate.enter_or_wait("bob", PATIENCE, PATIENCE), time.monotonic() - started
+
+    granted, waited = fresh_loop.run(scenario())
+    assert not granted
+    assert waited < 1.0
+
+
+def test_a_negative_line_for_room_is_refused() -> None:
+    with pytest.raises(ValueError, match="room_line"):
+        AdmissionGate(threading.Semaphore(5), per_account=None, room_line=-1)
+
+
+def test_a_call_waiting_for_room_is_passed_over_while_its_account_holds_its_share() -> None:
+    """Two of alice's calls wait for room; the first place given back by bob goes
+    to the first, and alice then holds her share: the next place bob gives back
+    goes to carol, behind her in line, and alice's second call is refused."""
+    gate = AdmissionGate(threading.Semaphore(3), per_account=2, room_line=3)
+
+    async def scenario() -> list[bool]:
+        assert [gate.enter("alice"), gate.enter("bob"), gate.enter("bob")] == [True] * 3
+        calls = [
+            asyncio.ensure_future(gate.enter_or_wait(account, PATIENCE, 0.3))
+            for account in ("alice", "alice", "carol")
+        ]
+        await settle()
+        gate.leave("bob")
+        gate.leave("bob")
+        return list(await asyncio.gather(*calls))
+
+    assert fresh_loop.run(scenario()) == [True, False, True]
+    assert gate.held_by("alice") == 2
+    assert gate.held_by("carol") == 1
+    assert gate._waiting_for_room == deque()
+
+
+def test_a_place_its_own_account_gives_back_reaches_its_call_waiting_for_room() -> None:
+    """An account at its share with a call still waiting for room: a place it gives
+    back may go to that call, since the account's count does not grow."""
+    gate = AdmissionGate(threading.Semaphore(3), per_account=2, room_line=3)
+
+    async def scenario() -> list[bool]:
+        assert [gate.enter("alice"), gate.enter("bob"), gate.enter("bob")] == [True] * 3
+        calls = [
+            asyncio.ensure_future(gate.enter_or_wait("alice", PATIENCE, PATIENCE)) for _ in range(2)
+        ]
+        await settle()
+        gate.leave("bob")  # to alice's first call: alice now holds her share
+        await asyncio.wait_for(calls[0], PATIENCE)
+        gate.leave("alice")  # to her second: she still holds two
+        await asyncio.wait_for(calls[1], PATIENCE)
+        return [call.result() for call in calls]
+
+    assert fresh_loop.run(scenario()) == [True, True]
+    assert gate.held_by("alice") == 2
+    assert gate.held_by("bob") == 1
+    for account in ("alice", "alice", "bob"):
+        gate.leave(account)
+    assert gate.occupied() == 0
+
+
+def test_a_place_for_a_call_that_stopped_waiting_for_room_goes_on() -> None:
+    """The hand-over is on its way when the caller goes: the place passes to the
+    next call waiting for room, never lost."""
+    gate = AdmissionGate(threading.Semaphore(1), per_account=None, room_line=2)
+
+    async def scenario() -> bool:
+        assert gate.enter("alice")
+        first = asyncio.ensure_future(gate.enter_or_wait("bob", PATIENCE, PATIENCE))
+        second = asyncio.ensure_future(gate.enter_or_wait("carol", PATIENCE, PATIENCE))
+        await settle()
+        gate.leave("alice")  # the hand-over to `first` is scheduled, not yet run
+        first.cancel()
+        return await asyncio.wait_for(second, PATIENCE)
+
+    assert fresh_loop.run(scenario())
+    assert gate.held_by("bob") == 0
+    assert gate.held_by("carol") == 1
+    gate.leave("carol")
+    assert gate.occupied() == 0
+
+
+def test_calls_waiting_for_room_and_for_their_share_lose_no_place() -> None:
+    """Calls of a flood and of others wait for room and for their share, time out,
+    are cancelled and give places back from other threads: the gate never holds
+    more than its places nor the flood more than its share, and when all is over
+    every place is back in the gate."""
+    size, share = 3, 2
+    places = threading.Semaphore(size)
+    gate = AdmissionGate(places, per_account=share, room_line=size)
+    most = {"flood": 0, "total": 0}
+
+    async def call(account: str, index: int) -> None:
+        if not await gate.enter_or_wait(account, 0.05, 0.03):
+            return
+        most["flood"] = max(most["flood"], gate.held_by("flood"))
+        most["total"] = max(most["total"], gate.occupied())
+
+        def decide_and_leave() -> None:  # as the assignment thread does
+            time.sleep(0.001 * (index % 3))
+            gate.leave(account)
+
+        await asyncio.to_thread(decide_and_leave)
+
+    async def scenario() -> None:
+        calls = [
+            asyncio.ensure_future(call("flood" if n % 3 else f"other{n % 4}", n))
+            for n in range(400)
+        ]
+        await asyncio.sleep(0.02)
+        for doomed in calls[::5]:
+            doomed.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        await asyncio.to_thread(wait_until, lambda: gate.occupied() == 0)
+        await settle()
+
+    fresh_loop.run(scenario())
+    assert most["flood"] <= share
+    assert most["total"] <= size
+    assert gate.occupied() == 0
+    assert gate._waiting == {}
+    assert gate._waiting_for_room == deque()
+    assert [places.acquire(blocking=False) for _ in range(size + 1)] == [True] * size + [False]

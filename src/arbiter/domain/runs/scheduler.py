@@ -179,12 +179,13 @@ class TaskScheduler:
         that is refused is answered at once."""
         return self._gate.enter(user.username)
 
-    async def admit_or_wait(self, user: User, patience: float) -> bool:
-        """The admission gate on the event loop: refused at once when it is full; a
-        call past its account's share waits up to `patience` s for one of the
-        account's places and is refused after it if none came
-        (`AdmissionGate.enter_or_wait`). Let in, it goes on as after `admit`."""
-        return await self._gate.enter_or_wait(user.username, patience)
+    async def admit_or_wait(self, user: User, patience: float, room_patience: float = 0.0) -> bool:
+        """The admission gate on the event loop: a call past its account's share
+        waits up to `patience` s for one of the account's places, a call at a
+        full gate up to `room_patience` s for the next place given back, and is
+        refused after that if none came (`AdmissionGate.enter_or_wait`). Let
+        in, it goes on as after `admit`."""
+        return await self._gate.enter_or_wait(user.username, patience, room_patience)
 
     def gate_occupied(self) -> int:
         """Places of the admission gate held now (queued for or inside a decision)."""
