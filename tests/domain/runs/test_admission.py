@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from arbiter.domain.runs.admission import AdmissionGate, fair_share
+from arbiter.telemetry import TOO_BUSY
 from tests import fresh_loop
 from tests.jobs.support import wait_until
 
@@ -409,21 +410,31 @@ def test_calls_beyond_the_line_for_room_are_refused_at_once() -> None:
     assert gate.occupied() == 0
 
 
-def test_without_a_line_for_room_a_full_gate_refuses_at_once() -> None:
-    gate = AdmissionGate(threading.Semaphore(1), per_account=None)
+@pytest.mark.parametrize(
+    ("room_line", "room_patience"), [(0, PATIENCE), (1, None)], ids=["no line", "no patience"]
+)
+def test_a_full_gate_refuses_at_once_without_a_line_or_patience_for_room(
+    room_line: int, room_patience: float | None
+) -> None:
+    gate = AdmissionGate(threading.Semaphore(1), per_account=None, room_line=room_line)
 
     async def scenario() -> tuple[bool, float]:
         assert gate.enter("alice")
         started = time.monotonic()
-        return await gate.enter_or_wait("bob", PATIENCE, PATIENCE), time.monotonic() - started
+        if room_patience is None:  # the default
+            granted = await gate.enter_or_wait("bob", PATIENCE)
+        else:
+            granted = await gate.enter_or_wait("bob", PATIENCE, room_patience)
+        return granted, time.monotonic() - started
 
     granted, waited = fresh_loop.run(scenario())
     assert not granted
     assert waited < 1.0
+    assert gate._waiting_for_room == deque()
 
 
 def test_a_negative_line_for_room_is_refused() -> None:
-    with pytest.raises(ValueError, match="room_line"):
+    with pytest.raises(ValueError, match=r"^room_line must not be negative$"):
         AdmissionGate(threading.Semaphore(5), per_account=None, room_line=-1)
 
 
@@ -537,3 +548,52 @@ def test_calls_waiting_for_room_and_for_their_share_lose_no_place() -> None:
     assert gate._waiting == {}
     assert gate._waiting_for_room == deque()
     assert [places.acquire(blocking=False) for _ in range(size + 1)] == [True] * size + [False]
+
+
+def test_a_place_on_its_way_is_not_taken_back_when_the_patience_runs_out() -> None:
+    """White-box: the timer fires after a place was handed over but before the
+    hand-over ran on the loop: the call gets the place, not a refusal."""
+    gate = AdmissionGate(threading.Semaphore(1), per_account=None, room_line=1)
+
+    async def scenario() -> bool:
+        assert gate.enter("alice")
+        waiting = asyncio.ensure_future(gate.enter_or_wait("bob", PATIENCE, PATIENCE))
+        await settle()
+        ((_, waiter),) = gate._waiting_for_room
+        gate.leave("alice")  # the hand-over is scheduled, not yet run
+        gate._give_up("bob", waiter)  # as the patience's timer would, meanwhile
+        return await asyncio.wait_for(waiting, PATIENCE)
+
+    assert fresh_loop.run(scenario())
+    assert gate.held_by("bob") == 1
+
+
+def refusals() -> dict[str, float]:
+    """The "too busy" counter's values by reason."""
+    return {
+        sample.labels["reason"]: sample.value
+        for metric in TOO_BUSY.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    }
+
+
+def test_refusals_are_counted_by_reason_and_places_given_are_not() -> None:
+    gate = AdmissionGate(threading.Semaphore(2), per_account=1, room_line=1)
+    before = refusals()
+
+    async def scenario() -> list[bool]:
+        outcomes = [gate.enter("alice"), gate.enter("alice")]  # in, then past its share
+        outcomes += [gate.enter("bob"), gate.enter("carol")]  # in, then a full gate
+        outcomes.append(await gate.enter_or_wait("carol", 0.05, 0.05))  # no room came
+        outcomes.append(await gate.enter_or_wait("alice", 0.05, 0.05))  # its share is held
+        waiting = asyncio.ensure_future(gate.enter_or_wait("carol", 0.05, PATIENCE))
+        await settle()
+        gate.leave("bob")
+        outcomes.append(await asyncio.wait_for(waiting, PATIENCE))  # room came: counted nowhere
+        return outcomes
+
+    assert fresh_loop.run(scenario()) == [True, False, True, False, False, False, True]
+    after = refusals()
+    assert after.get("gate_full", 0) - before.get("gate_full", 0) == 2
+    assert after.get("account_share", 0) - before.get("account_share", 0) == 2
