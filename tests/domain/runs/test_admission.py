@@ -411,12 +411,17 @@ def test_calls_beyond_the_line_for_room_are_refused_at_once() -> None:
 
 
 @pytest.mark.parametrize(
-    ("room_line", "room_patience"), [(0, PATIENCE), (1, None)], ids=["no line", "no patience"]
+    ("room_line", "room_patience"),
+    [(None, PATIENCE), (0, PATIENCE), (1, None)],
+    ids=["no line by default", "no line", "no patience by default"],
 )
 def test_a_full_gate_refuses_at_once_without_a_line_or_patience_for_room(
-    room_line: int, room_patience: float | None
+    room_line: int | None, room_patience: float | None
 ) -> None:
-    gate = AdmissionGate(threading.Semaphore(1), per_account=None, room_line=room_line)
+    if room_line is None:  # the default
+        gate = AdmissionGate(threading.Semaphore(1), per_account=None)
+    else:
+        gate = AdmissionGate(threading.Semaphore(1), per_account=None, room_line=room_line)
 
     async def scenario() -> tuple[bool, float]:
         assert gate.enter("alice")
@@ -580,20 +585,37 @@ def refusals() -> dict[str, float]:
 
 def test_refusals_are_counted_by_reason_and_places_given_are_not() -> None:
     gate = AdmissionGate(threading.Semaphore(2), per_account=1, room_line=1)
-    before = refusals()
+    counted: list[tuple[bool, dict[str, float]]] = []
+    last = refusals()
 
-    async def scenario() -> list[bool]:
-        outcomes = [gate.enter("alice"), gate.enter("alice")]  # in, then past its share
-        outcomes += [gate.enter("bob"), gate.enter("carol")]  # in, then a full gate
-        outcomes.append(await gate.enter_or_wait("carol", 0.05, 0.05))  # no room came
-        outcomes.append(await gate.enter_or_wait("alice", 0.05, 0.05))  # its share is held
+    def count(outcome: bool) -> None:
+        nonlocal last
+        now = refusals()
+        counted.append((outcome, {reason: now[reason] - last.get(reason, 0) for reason in now}))
+        last = now
+
+    async def scenario() -> None:
+        count(gate.enter("alice"))
+        count(gate.enter("alice"))  # past its share
+        count(gate.enter("bob"))
+        count(gate.enter("carol"))  # a full gate
+        count(await gate.enter_or_wait("carol", 0.05, 0.05))  # no room came
+        count(await gate.enter_or_wait("alice", 0.05, 0.05))  # its share is held
         waiting = asyncio.ensure_future(gate.enter_or_wait("carol", 0.05, PATIENCE))
         await settle()
         gate.leave("bob")
-        outcomes.append(await asyncio.wait_for(waiting, PATIENCE))  # room came: counted nowhere
-        return outcomes
+        count(await asyncio.wait_for(waiting, PATIENCE))  # room came
 
-    assert fresh_loop.run(scenario()) == [True, False, True, False, False, False, True]
-    after = refusals()
-    assert after.get("gate_full", 0) - before.get("gate_full", 0) == 2
-    assert after.get("account_share", 0) - before.get("account_share", 0) == 2
+    fresh_loop.run(scenario())
+    none = {"gate_full": 0, "account_share": 0}
+    full = {"gate_full": 1, "account_share": 0}
+    share = {"gate_full": 0, "account_share": 1}
+    assert counted == [
+        (True, none),
+        (False, share),
+        (True, none),
+        (False, full),
+        (False, full),
+        (False, share),
+        (True, none),
+    ]
