@@ -34,8 +34,9 @@ MAX_LOG_MESSAGE = 5120
 # before "too busy"
 OVER_SHARE_PAUSE = 1.0
 # s a call at a full gate may wait for the next place given back, before "too
-# busy": longer than the gate's usual hold-ups (a young collection, a WAL
-# checkpoint: tens of ms), within request_task's 30 ms p99 for the rest
+# busy": longer than what usually holds the gate up (a young collection, a WAL
+# checkpoint: a few tens of ms), short enough that a saturated server still
+# answers at once as a worker sees it
 ROOM_PATIENCE = 0.05
 # s before a call from an account and address at their machine limit is looked at
 MACHINE_LIMIT_PAUSE = 1.0
