@@ -14,7 +14,7 @@ import copy as copy_module
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -568,6 +568,25 @@ def test_the_machine_limit_caps_tasks_per_address(api: TestClient, repo_url: str
     assert time.monotonic() - started < MACHINE_LIMIT_PAUSE  # and so is the pause
 
 
+def request_task_while_a_place_comes_back(
+    api: TestClient, in_line: Callable[[], bool], give_back: Callable[[], None]
+) -> tuple[int, dict[str, Any]]:
+    """POST a request_task while another thread gives a gate place back once the
+    call waits in line for one (`in_line`): the call may take a while to reach
+    the gate, since its password is checked first."""
+
+    def give_back_once_in_line() -> None:
+        wait_until(in_line)
+        give_back()
+
+    thread = threading.Thread(target=give_back_once_in_line)
+    thread.start()
+    try:
+        return post(api, "/api/request_task", worker_body(key="efgh"))
+    finally:
+        thread.join()
+
+
 def test_a_full_admission_gate_is_too_busy_after_a_brief_wait(
     api: TestClient, task: tuple[str, int]
 ) -> None:
@@ -603,18 +622,13 @@ def test_a_call_at_a_full_gate_gets_the_place_given_back_meanwhile(
     for name in holders:
         assert scheduler.admit(replace(alice, username=name))
 
-    def give_back_once_in_line() -> None:
-        # The call may take a while to reach the gate (its password is checked
-        # first): the place is given back only once the call waits for it.
-        wait_until(lambda: len(scheduler._gate._waiting_for_room) == 1)
-        scheduler._gate.leave(holders[0])
-
-    give_back = threading.Thread(target=give_back_once_in_line)
-    give_back.start()
     try:
-        status, reply = post(api, "/api/request_task", worker_body(key="efgh"))
+        status, reply = request_task_while_a_place_comes_back(
+            api,
+            in_line=lambda: len(scheduler._gate._waiting_for_room) == 1,
+            give_back=lambda: scheduler._gate.leave(holders[0]),
+        )
     finally:
-        give_back.join()
         for name in holders[1:]:
             scheduler._gate.leave(name)
     assert status == 200
@@ -659,19 +673,15 @@ def test_a_call_past_its_share_gets_the_place_its_account_gives_back(
     while scheduler.admit(alice):
         held += 1
 
-    def give_back_once_in_line() -> None:
-        # The call may take a while to reach the gate (its password is checked
-        # first): the place is given back only once the call waits for it.
-        wait_until(lambda: "alice" in scheduler._gate._waiting)
+    def give_back() -> None:
         time.sleep(0.2)
         scheduler._gate.leave("alice")
 
-    give_back = threading.Thread(target=give_back_once_in_line)
-    give_back.start()
     try:
-        status, reply = post(api, "/api/request_task", worker_body(key="efgh"))
+        status, reply = request_task_while_a_place_comes_back(
+            api, in_line=lambda: "alice" in scheduler._gate._waiting, give_back=give_back
+        )
     finally:
-        give_back.join()
         for _ in range(held - 1):
             scheduler._gate.leave("alice")
     assert status == 200

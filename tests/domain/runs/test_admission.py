@@ -284,48 +284,6 @@ def test_a_place_for_a_waiter_whose_loop_closed_goes_back_to_the_gate() -> None:
     assert gate._waiting == {}
 
 
-def test_waiting_calls_and_places_given_back_from_threads_lose_no_place() -> None:
-    """Many calls of a flood and of others enter, wait, time out, are cancelled and
-    give places back from other threads: the flood never holds more than its
-    share, and when all is over every place is back in the gate."""
-    size, share = 5, 2
-    places = threading.Semaphore(size)
-    gate = AdmissionGate(places, per_account=share)
-    most = 0
-
-    async def call(account: str, index: int) -> None:
-        nonlocal most
-        if not await gate.enter_or_wait(account, 0.05):
-            return
-        most = max(most, gate.held_by("flood"))
-
-        def decide_and_leave() -> None:  # as the assignment thread does
-            time.sleep(0.001 * (index % 3))
-            gate.leave(account)
-
-        # A call cancelled while its place is used still gives it back: the
-        # thread goes on.
-        await asyncio.to_thread(decide_and_leave)
-
-    async def scenario() -> None:
-        calls = [
-            asyncio.ensure_future(call("flood" if n % 4 else f"other{n % 3}", n))
-            for n in range(400)
-        ]
-        await asyncio.sleep(0.02)
-        for doomed in calls[::7]:
-            doomed.cancel()
-        await asyncio.gather(*calls, return_exceptions=True)
-        await asyncio.to_thread(wait_until, lambda: gate.occupied() == 0)
-        await settle()
-
-    fresh_loop.run(scenario())
-    assert most <= share
-    assert gate.occupied() == 0
-    assert gate._waiting == {}
-    assert [places.acquire(blocking=False) for _ in range(size + 1)] == [True] * size + [False]
-
-
 def test_a_place_goes_back_to_a_full_gate_not_to_the_waiting_call() -> None:
     """While the gate is full, calls of other accounts are being refused: the place
     an account gives back is theirs to take, and its own waiting call, past its
@@ -512,18 +470,23 @@ def test_a_place_for_a_call_that_stopped_waiting_for_room_goes_on() -> None:
     assert gate.occupied() == 0
 
 
-def test_calls_waiting_for_room_and_for_their_share_lose_no_place() -> None:
-    """Calls of a flood and of others wait for room and for their share, time out,
-    are cancelled and give places back from other threads: the gate never holds
-    more than its places nor the flood more than its share, and when all is over
-    every place is back in the gate."""
-    size, share = 3, 2
+@pytest.mark.parametrize(
+    ("size", "room_patience"), [(5, 0.0), (3, 0.03)], ids=["for their share", "and for room"]
+)
+def test_waiting_calls_and_places_given_back_from_threads_lose_no_place(
+    size: int, room_patience: float
+) -> None:
+    """Many calls of a flood and of others enter, wait (for their share, and for
+    room at a full gate), time out, are cancelled and give places back from
+    other threads: the gate never holds more than its places nor the flood more
+    than its share, and when all is over every place is back in the gate."""
+    share = 2
     places = threading.Semaphore(size)
     gate = AdmissionGate(places, per_account=share, room_line=size)
     most = {"flood": 0, "total": 0}
 
     async def call(account: str, index: int) -> None:
-        if not await gate.enter_or_wait(account, 0.05, 0.03):
+        if not await gate.enter_or_wait(account, 0.05, room_patience):
             return
         most["flood"] = max(most["flood"], gate.held_by("flood"))
         most["total"] = max(most["total"], gate.occupied())
@@ -532,6 +495,8 @@ def test_calls_waiting_for_room_and_for_their_share_lose_no_place() -> None:
             time.sleep(0.001 * (index % 3))
             gate.leave(account)
 
+        # A call cancelled while its place is used still gives it back: the
+        # thread goes on.
         await asyncio.to_thread(decide_and_leave)
 
     async def scenario() -> None:
