@@ -33,8 +33,9 @@ class AppState:
     nets: NetLibrary
     books: BookLibrary
     # The seeds' admission gate in front of the scheduler: request_task acquires
-    # it without blocking and answers "too busy" at once when it is full. The
-    # scheduler holds the same object.
+    # it without blocking a thread and answers "too busy" when it is full and no
+    # place comes back within 50 ms (domain/runs/admission.py). The scheduler
+    # holds the same object.
     task_semaphore: threading.Semaphore
     follows: Follows
     webhooks: Webhooks
