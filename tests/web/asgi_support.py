@@ -5,7 +5,7 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from arbiter.web.replies import plain_error_body
+from arbiter.web.replies import DEFAULT_RETRY_AFTER, TEMPORARY_STATUSES, plain_error_body
 from tests import fresh_loop
 
 Sent = list[Message]
@@ -89,11 +89,14 @@ def error_body(sent: Sent, status: int, content_type: bytes) -> bytes:
     type, its length and nosniff."""
     got, headers, body = error_reply(sent)
     assert got == status
-    assert headers == {
+    expected = {
         b"content-type": content_type,
         b"content-length": str(len(body)).encode(),
         b"x-content-type-options": b"nosniff",
     }
+    if status in TEMPORARY_STATUSES:
+        expected[b"retry-after"] = str(DEFAULT_RETRY_AFTER).encode()
+    assert headers == expected
     return body
 
 
@@ -101,6 +104,12 @@ def assert_json_error(sent: Sent, status: int, error: str) -> None:
     reply = json.loads(error_body(sent, status, b"application/json"))
     assert reply["error"] == error
     assert 0 <= reply["duration"] < 5
+
+
+def assert_temporary_refusal(sent: Sent, status: int, message: str) -> None:
+    """A worker call refused for now: a JSON string (no object with `error`,
+    which the official worker takes as final) and Retry-After."""
+    assert json.loads(error_body(sent, status, b"application/json")) == message
 
 
 def assert_page_error(sent: Sent, status: int, message: str) -> None:

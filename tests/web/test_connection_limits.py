@@ -92,7 +92,9 @@ def parse(raw: bytes) -> tuple[int, dict[str, str], dict[str, object]]:
 
 
 def test_a_refusal_is_a_whole_json_reply_that_closes() -> None:
-    status, headers, body = parse(reply_bytes(503, "Service Unavailable", "/x: busy", 0.25, 10))
+    status, headers, body = parse(
+        reply_bytes(503, "Service Unavailable", "/x", "busy", duration=0.25, retry_after=10)
+    )
     assert status == 503
     assert headers["content-type"] == "application/json"
     assert headers["retry-after"] == "10"

@@ -26,6 +26,7 @@ from tests.web.api_support import PRIMARY_ONLY_WORKER_PATHS
 from tests.web.asgi_support import (
     assert_json_error,
     assert_page_error,
+    assert_temporary_refusal,
     call,
     early_app,
     echo_app,
@@ -45,7 +46,9 @@ def test_shutdown_guard_refuses_new_requests(client: TestClient) -> None:
     state(client).shutting_down = True
     api = client.post("/api/request_version", json={})
     assert api.status_code == 503
-    assert api.json()["error"].startswith("/api/request_version: ")
+    assert api.json() == "/api/request_version: server is shutting down, retry shortly"
+    assert api.headers["retry-after"] == "5"
+    assert client.get("/api/active_runs").json()["error"].startswith("/api/active_runs: ")
     assert client.get("/tests").status_code == 503
     state(client).shutting_down = False
 
@@ -65,8 +68,8 @@ def test_the_worker_api_is_the_nine_paths_of_the_protocol() -> None:
 def test_secondary_answers_worker_calls_with_json_503(secondary: TestClient, path: str) -> None:
     reply = secondary.post(path, json={})
     assert reply.status_code == 503
-    assert reply.json()["error"] == f"{path}: primary instance required"
-    assert "duration" in reply.json()
+    assert reply.json() == f"{path}: primary instance required"
+    assert reply.headers["retry-after"] == "5"
 
 
 def test_secondary_takes_pgn_uploads(secondary: TestClient) -> None:
@@ -160,10 +163,17 @@ def test_request_state_stamps_http_requests_only() -> None:
     assert before <= request_started_at(seen[1])  # unstamped: measured from now
 
 
-@pytest.mark.parametrize("path", ["/api/request_task", "/api"])
+@pytest.mark.parametrize("path", ["/api/active_runs", "/api"])
 def test_shutdown_guard_answers_api_paths_in_json(path: str) -> None:
     guard = ShutdownGuardMiddleware(stream_app([]), is_shutting_down=lambda: True)
     assert_json_error(call(guard, path), 503, f"{path}: server is shutting down, retry shortly")
+
+
+@pytest.mark.parametrize("path", WORKER_PATHS)
+def test_shutdown_guard_refuses_worker_calls_for_now(path: str) -> None:
+    guard = ShutdownGuardMiddleware(stream_app([]), is_shutting_down=lambda: True)
+    message = f"{path}: server is shutting down, retry shortly"
+    assert_temporary_refusal(call(guard, path), 503, message)
 
 
 @pytest.mark.parametrize("path", ["/tests", "/apis", "/"])
@@ -241,9 +251,10 @@ def test_body_limit_leaves_other_scopes_alone() -> None:
 @pytest.mark.parametrize("path", PRIMARY_ONLY_WORKER_PATHS)
 def test_a_primary_that_lost_its_lease_refuses_worker_calls(path: str) -> None:
     lost = RejectNonPrimaryWorkerApiMiddleware(stream_app([]), True, lease_held=lambda: False)
-    assert_json_error(call(lost, path), 503, f"{path}: primary lease lost, retry shortly")
+    message = f"{path}: primary lease lost, retry shortly"
+    assert_temporary_refusal(call(lost, path), 503, message)
     secondary = RejectNonPrimaryWorkerApiMiddleware(stream_app([]), False)
-    assert_json_error(call(secondary, path), 503, f"{path}: primary instance required")
+    assert_temporary_refusal(call(secondary, path), 503, f"{path}: primary instance required")
 
 
 def test_a_primary_serves_worker_calls_with_its_lease_or_without_one() -> None:

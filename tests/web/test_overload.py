@@ -45,20 +45,34 @@ def lagging(client: TestClient) -> LoopLag:
     return lag
 
 
-def test_a_lagging_loop_turns_every_worker_call_away_at_once(lite: TestClient) -> None:
+def test_a_lagging_loop_turns_worker_calls_away_at_once(lite: TestClient) -> None:
+    """request_task gets "too busy"; the calls the official worker retries get
+    a temporary refusal (a JSON string, never `error`, which it takes as final)."""
     lagging(lite)
-    for path in WORKER_PATHS:
+    for path in set(WORKER_PATHS) - overload.NEVER_SHED:
         reply = lite.post(path, json=worker_body(run_id="0" * 24, task_id=0))
         if path == "/api/request_task":
             assert reply.status_code == 200
             assert reply.json()["info"] == TOO_BUSY
             assert reply.json()["task_waiting"] is False
+            assert isinstance(reply.json()["duration"], float)
         else:
             assert reply.status_code == 503, path
             assert reply.headers["retry-after"] == overload.RETRY_AFTER
-            assert reply.json()["error"] == f"{path}: {overload.SHED_MESSAGE}"
+            assert reply.json() == f"{path}: {overload.SHED_MESSAGE}"
         assert reply.headers["x-content-type-options"] == "nosniff"
-        assert isinstance(reply.json()["duration"], float)
+
+
+def test_calls_the_official_worker_never_retries_are_served_while_shedding(
+    lite: TestClient,
+) -> None:
+    """A refused request_spsa ends the official worker's task and a refused
+    upload_pgn loses its PGN: both reach their handlers (here: no such task)."""
+    lagging(lite)
+    for path in overload.NEVER_SHED:
+        reply = lite.post(path, json=worker_body(run_id="0" * 24, task_id=0, pgn="H4sI"))
+        assert reply.status_code != 503, path
+        assert "error" in reply.json()
 
 
 def test_pages_and_the_rest_of_the_api_are_served_while_shedding(lite: TestClient) -> None:

@@ -70,7 +70,7 @@ def test_a_secondary_starts_beside_the_primary(
     secondary = start_server(tmp_path / "data", database_url, {"ARBITER_ROLE": "secondary"})
     try:
         reply = httpx.post(secondary.url + "/api/request_version", json={})
-        assert reply.json()["error"] == "/api/request_version: primary instance required"
+        assert reply.json() == "/api/request_version: primary instance required"
     finally:
         stop(secondary)
 
@@ -144,8 +144,7 @@ def test_a_killed_lease_connection_stops_the_worker_api_until_the_lease_is_back(
             assert not waiting.is_alive()
             reply = wait_for_status(server, 503)
             lost = "/api/request_version: primary lease lost, retry shortly"
-            assert reply.json()["error"] == lost
-            assert reply.json()["duration"] >= 0
+            assert reply.json() == lost  # a refusal for now, which workers retry
             assert httpx.get(server.url + "/api/active_runs").status_code == 200
             rival.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
             wait_for_status(server, 400)

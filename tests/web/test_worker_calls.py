@@ -24,7 +24,7 @@ from arbiter.web.overload import LoopLag
 from arbiter.web.request_id import current_request_id
 from arbiter.web.worker_calls import WorkerCalls, WorkerGuards
 from tests import fresh_loop
-from tests.web.asgi_support import Sent, assert_json_error, call
+from tests.web.asgi_support import Sent, assert_json_error, assert_temporary_refusal, call
 
 LIMITS = BodyLimits(10, 20, ("/api/upload_pgn",), {"/api/beat": 5})
 ID = b"x-request-id"
@@ -158,7 +158,7 @@ def test_while_the_loop_lags_calls_are_turned_away_before_anything_else() -> Non
         503,
         overload.RETRY_AFTER.encode(),
     )
-    assert json.loads(body["body"])["error"] == f"/api/update_task: {overload.SHED_MESSAGE}"
+    assert json.loads(body["body"]) == f"/api/update_task: {overload.SHED_MESSAGE}"
     assert observed[0][1] == 503
     busy, _ = served("/api/request_task", switches)
     assert busy[0]["status"] == 200
@@ -169,7 +169,8 @@ def test_shutting_down_comes_before_the_body_and_role_checks() -> None:
     switches = Switches()
     switches.shutting_down, switches.primary = True, False
     sent, _ = served("/api/beat", switches, declared=99)
-    assert_json_error(without_id(sent), 503, "/api/beat: server is shutting down, retry shortly")
+    message = "/api/beat: server is shutting down, retry shortly"
+    assert_temporary_refusal(without_id(sent), 503, message)
 
 
 @pytest.mark.parametrize(("path", "limit"), [("/api/beat", 5), ("/api/update_task", 10)])
@@ -195,12 +196,14 @@ def test_a_secondary_or_a_primary_without_its_lease_refuses_stateful_calls() -> 
     secondary = Switches()
     secondary.primary = False
     sent, _ = served("/api/request_task", secondary)
-    assert_json_error(without_id(sent), 503, "/api/request_task: primary instance required")
+    message = "/api/request_task: primary instance required"
+    assert_temporary_refusal(without_id(sent), 503, message)
     assert served("/api/upload_pgn", secondary)[0][0]["status"] == 200
     lost = Switches()
     lost.lease = False
     sent, _ = served("/api/update_task", lost)
-    assert_json_error(without_id(sent), 503, "/api/update_task: primary lease lost, retry shortly")
+    message = "/api/update_task: primary lease lost, retry shortly"
+    assert_temporary_refusal(without_id(sent), 503, message)
     lost.lease = True
     assert served("/api/update_task", lost)[0][0]["status"] == 200
 

@@ -7,9 +7,11 @@ import pytest
 
 from arbiter.protocol.messages import SpsaResult, Stats
 from arbiter.worker.client import (
+    TEMPORARY_PATIENCE,
     UPDATE_ATTEMPTS,
     NotFoundError,
     ServerError,
+    TemporaryRefusalError,
     TransportError,
 )
 from arbiter.worker.errors import CredentialsError
@@ -79,7 +81,7 @@ def test_update_task_error_and_dead_task() -> None:
 
 
 def test_replies_that_are_not_json_objects() -> None:
-    for reply in (httpx.Response(503, text=""), httpx.Response(200, json=[1, 2])):
+    for reply in (httpx.Response(502, text=""), httpx.Response(200, json=[1, 2])):
         server = FakeServer(lambda _p, _b, r=reply: r)  # type: ignore[misc]
         with pytest.raises(TransportError, match="not a JSON object"):
             server.client().request_task()
@@ -101,3 +103,65 @@ def test_downloads() -> None:
     assert client.get("/api/book/a.epd") == b"data"
     with pytest.raises(NotFoundError):
         client.get("/api/nn/nn-000000000000.nnue")
+
+
+def temporary(status: int = 503, retry_after: str = "5") -> httpx.Response:
+    """A temporary refusal as the server sends it: a JSON string, with Retry-After."""
+    return httpx.Response(status, json="/api/x: busy", headers={"retry-after": retry_after})
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_429_or_503_is_a_refusal_for_now_with_its_wait(status: int) -> None:
+    for reply in (temporary(status, "7"), httpx.Response(status, json={"error": "old shape"})):
+        server = FakeServer(lambda _p, _b, r=reply: r)  # type: ignore[misc]
+        with pytest.raises(TemporaryRefusalError) as refused:
+            server.client().request_version()
+        assert refused.value.retry_after == (7.0 if "retry-after" in reply.headers else 1.0)
+
+
+def test_a_retry_after_is_kept_within_bounds() -> None:
+    for header, seconds in (("0", 1.0), ("100000", 120.0), ("nan", 1.0), ("soon", 1.0)):
+        server = FakeServer(lambda _p, _b, h=header: temporary(retry_after=h))  # type: ignore[misc]
+        with pytest.raises(TemporaryRefusalError) as refused:
+            server.client().request_task()
+        assert refused.value.retry_after == seconds
+
+
+def test_an_update_waits_out_refusals_for_now_without_using_its_attempts() -> None:
+    replies = iter([temporary()] * (UPDATE_ATTEMPTS + 2))
+    waits: list[float] = []
+    server = FakeServer(lambda _p, _b: next(replies, {"task_alive": True}))
+    assert server.client(wait=waits.append).update_task(RUN_ID, 0, STATS) is True
+    assert len(server.calls) == UPDATE_ATTEMPTS + 3
+    assert all(5.0 <= wait <= 7.5 for wait in waits)  # Retry-After, and up to half more
+
+
+def test_refusals_for_now_end_once_the_patience_is_spent() -> None:
+    now = [0.0]
+
+    def wait(seconds: float) -> None:
+        now[0] += seconds
+
+    server = FakeServer(lambda _p, _b: temporary(retry_after="60"))
+    client = server.client(wait=wait, clock=lambda: now[0])
+    with pytest.raises(TemporaryRefusalError):
+        client.failed_task(RUN_ID, 0, "broken")
+    assert TEMPORARY_PATIENCE - 90 <= now[0] <= TEMPORARY_PATIENCE
+    assert len(server.calls) > 1
+
+
+def test_every_task_report_and_closing_outlasts_a_refusal_for_now() -> None:
+    for call in ("update_task", "request_spsa", "failed_task", "stop_run", "upload_pgn"):
+        replies = iter([temporary(), temporary(429)])
+        fine = {"task_alive": True, "w_params": [], "b_params": []}
+        server = FakeServer(lambda _p, _b, r=replies, f=fine: next(r, f))  # type: ignore[misc]
+        client = server.client()
+        if call == "update_task":
+            client.update_task(RUN_ID, 0, STATS)
+        elif call == "request_spsa":
+            client.request_spsa(RUN_ID, 0)
+        elif call == "upload_pgn":
+            client.upload_pgn(RUN_ID, 0, "H4sI")
+        else:
+            getattr(client, call)(RUN_ID, 0, "why")
+        assert len(server.calls) == 3, call

@@ -12,7 +12,14 @@ from arbiter.worker.assignment import Assignment
 from arbiter.worker.control import Control
 from arbiter.worker.engines import EngineCache
 from arbiter.worker.errors import ConfigError, FatalError, RunError, WorkerError
-from arbiter.worker.loop import Backoff, Outcome, directory_lock, iteration, run_loop
+from arbiter.worker.loop import (
+    Backoff,
+    Outcome,
+    RefusedForNow,
+    directory_lock,
+    iteration,
+    run_loop,
+)
 from arbiter.worker.status import StatusLine
 from arbiter.worker.task import TaskContext
 from tests.worker.fakes import FakeServer, task_reply, worker_config
@@ -121,6 +128,38 @@ def test_request_task_outcomes(tmp_path: Path) -> None:
     assert iteration(context(tmp_path, refused)) is Outcome.FAILED
     down = FakeServer(lambda _p, _b: httpx.ConnectError("down"))
     assert iteration(context(tmp_path, down)) is Outcome.FAILED
+
+
+@pytest.mark.parametrize("path", ["/api/request_version", "/api/request_task"])
+def test_a_refusal_for_now_is_no_failure_and_no_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """A restart or an overload answers 503 with Retry-After: the worker waits
+    what it was asked (at least 15 s, plus jitter), never doubles the wait,
+    and stays in fleet mode too."""
+    refusals = iter(range(3))
+
+    def handler(called: str, _body: dict[str, Any]) -> Any:
+        if called == path and next(refusals, None) is not None:
+            return httpx.Response(503, json=f"{path}: busy", headers={"retry-after": "40"})
+        return {"version": 325} if called == "/api/request_version" else {"task_waiting": False}
+
+    ctx = context(tmp_path, FakeServer(handler))
+    waits: list[float] = []
+
+    def wait(_ctx: TaskContext, seconds: float) -> bool:
+        waits.append(seconds)
+        return False
+
+    monkeypatch.setattr(loop, "_wait", wait)
+    assert run_loop(ctx, fleet=True) == 0  # after the refusals, no work: fleet mode ends
+    assert len(waits) == 3
+    assert all(40.0 <= wait <= 60.0 for wait in waits)
+
+
+def test_a_refusal_for_now_waits_at_least_the_backoffs_start() -> None:
+    for _ in range(20):
+        assert 15.0 <= Backoff().after_refusal(RefusedForNow(1.0)) <= 22.5
 
 
 @pytest.mark.parametrize(

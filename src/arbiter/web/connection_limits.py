@@ -37,6 +37,8 @@ import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
+from arbiter.web.replies import is_temporary_worker_refusal, temporary_refusal_body
+
 log = logging.getLogger(__name__)
 
 # File descriptors kept for what is not a client: database, files, logs.
@@ -94,10 +96,14 @@ _encode = msgspec.json.Encoder().encode
 
 
 def reply_bytes(
-    status: int, reason: str, error: str, duration: float, retry_after: int = 0
+    status: int, reason: str, path: str, message: str, *, duration: float, retry_after: int = 0
 ) -> bytes:
-    """A whole JSON error reply ({"error", "duration"}) that closes the connection."""
-    body = _encode({"error": error, "duration": round(duration, 6)})
+    """A whole JSON error reply that closes the connection: `{"error", "duration"}`,
+    or a worker call's temporary refusal (web/replies.py)."""
+    if is_temporary_worker_refusal(path, status):
+        body = temporary_refusal_body(path, message)
+    else:
+        body = _encode({"error": f"{path}: {message}", "duration": round(duration, 6)})
     head = [
         f"HTTP/1.1 {status} {reason}",
         "content-type: application/json",
@@ -231,8 +237,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self.turned_away:
             parts = data.split(b" ", 2)
             path = shown_path(parts[1]) if len(parts) > 1 else "/"
-            error = f"{path}: too many connections, retry later"
-            self.answer(503, "Service Unavailable", error, RETRY_AFTER_SECONDS)
+            message = "too many connections, retry later"
+            self.answer(503, "Service Unavailable", path, message, RETRY_AFTER_SECONDS)
             return
         if self.phase == BODY:
             self.period_body_bytes += len(data)
@@ -320,8 +326,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def refuse_head(self) -> None:
         limit = f"{self.limits.max_header_bytes} bytes in at most {self.limits.max_headers}"
-        error = f"{shown_path(self.url)}: request headers too large (the limit is {limit})"
-        self.answer(431, "Request Header Fields Too Large", error)
+        message = f"request headers too large (the limit is {limit})"
+        self.answer(431, "Request Header Fields Too Large", shown_path(self.url), message)
 
     def head_too_slow(self) -> None:
         self.phase_timer = None
@@ -340,13 +346,17 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         log.debug("closed %s: request body not delivered in time", self.client)
         self.transport.close()
 
-    def answer(self, status: int, reason: str, error: str, retry_after: int = 0) -> None:
+    def answer(
+        self, status: int, reason: str, path: str, message: str, retry_after: int = 0
+    ) -> None:
         """Reply without the app, half-close, stop reading, and close after
         LINGER_SECONDS."""
         self.answered = True
         duration = self.loop.time() - self.phase_started if self.phase_started else 0.0
         self.cancel_phase_timer()
-        self.transport.write(reply_bytes(status, reason, error, duration, retry_after))
+        self.transport.write(
+            reply_bytes(status, reason, path, message, duration=duration, retry_after=retry_after)
+        )
         if self.transport.can_write_eof():
             self.transport.write_eof()
         self.transport.pause_reading()

@@ -32,7 +32,7 @@ from arbiter.domain.errors import (
 from arbiter.domain.files.stored import FileUnavailable
 from arbiter.storage import StorageUnavailable
 from arbiter.web.middleware import is_api_path, request_started_at
-from arbiter.web.replies import worker_error_body
+from arbiter.web.replies import DEFAULT_RETRY_AFTER, TEMPORARY_STATUSES, api_error_body
 from arbiter.web.templating import render_error_page
 
 log = logging.getLogger("arbiter.web")
@@ -86,9 +86,15 @@ def domain_status(error: DomainError) -> int:
 
 
 def api_error_response(request: Request, status: int, message: str) -> Response:
-    body = worker_error_body(request.url.path, message, request_started_at(request.scope))
+    """`{error, duration}`, or a worker call's temporary refusal (web/replies.py);
+    a 429 or 503 says when to retry (a RetryLater's own wait replaces it)."""
+    path = request.url.path
+    body = api_error_body(path, status, message, request_started_at(request.scope))
     # nosniff here too: a 500 is sent outside the middleware that adds it.
-    return Response(body, status_code=status, media_type="application/json", headers=_NOSNIFF)
+    headers = dict(_NOSNIFF)
+    if status in TEMPORARY_STATUSES:
+        headers["retry-after"] = str(DEFAULT_RETRY_AFTER)
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 async def page_error_response(request: Request, status: int, message: str) -> Response:

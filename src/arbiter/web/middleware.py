@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arbiter.protocol import API_PREFIX, WORKER_PATHS
-from arbiter.web.replies import plain_error_body, worker_error_body
+from arbiter.web.replies import (
+    DEFAULT_RETRY_AFTER,
+    TEMPORARY_STATUSES,
+    api_error_body,
+    plain_error_body,
+)
 
 STATE_KEY = "arbiter.started_at"
 HEAD_KEY = "arbiter.head"  # set on a HEAD request that is being served as GET
@@ -35,21 +40,34 @@ def is_api_path(path: str) -> bool:
     return path.startswith(API_PREFIX) or path == API_PREFIX.rstrip("/")
 
 
-async def send_body(send: Send, status: int, content_type: bytes, body: bytes) -> None:
+async def send_body(
+    send: Send,
+    status: int,
+    content_type: bytes,
+    body: bytes,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     length = str(len(body)).encode()
     headers = [(b"content-type", content_type), (b"content-length", length), NOSNIFF]
+    headers.extend(extra or ())
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-async def send_error(scope: Scope, send: Send, status: int, message: str) -> None:
-    """JSON `{error, duration}` on /api/*, a short plain page elsewhere."""
+async def send_error(
+    scope: Scope, send: Send, status: int, message: str, retry_after: int = DEFAULT_RETRY_AFTER
+) -> None:
+    """JSON on /api/* (`{error, duration}`, or a worker call's temporary
+    refusal: web/replies.py), a short plain page elsewhere; a 429 or 503 says
+    when to retry."""
     path = scope.get("path", "")
+    extra = [(b"retry-after", str(retry_after).encode())] if status in TEMPORARY_STATUSES else []
     if is_api_path(path):
-        body = worker_error_body(path, message, request_started_at(scope))
-        await send_body(send, status, b"application/json", body)
+        body = api_error_body(path, status, message, request_started_at(scope))
+        await send_body(send, status, b"application/json", body, extra)
         return
-    await send_body(send, status, b"text/html; charset=utf-8", plain_error_body(status, message))
+    page = plain_error_body(status, message)
+    await send_body(send, status, b"text/html; charset=utf-8", page, extra)
 
 
 class HeadMethodMiddleware:

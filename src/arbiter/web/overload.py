@@ -1,16 +1,20 @@
 """Overload: when the core cannot keep up, worker calls are turned away at once.
 
 A saturated server that serves every call in turn makes every caller wait for
-the whole queue: issue 19 measured replies taking seconds, then timeouts and
-resets, for every endpoint. The event loop's lag says when that starts: a
-timer due every LAG_PERIOD that runs the limit late (ARBITER_OVERLOAD_LAG_MS,
-half a second) means the ready queue holds that much work. While it does
-(and for SHED_HOLD after, so that the queue drains), worker calls are
-answered before their body is read: a request_task gets the reference's
-"too busy" reply, which the worker retries later, every other call a JSON 503
-with Retry-After, which workers back off from. Pages and the API for people
-are served as usual. A limit of 0 never sheds: for an app whose loop shares
-its process with other work (the tests').
+the whole queue: measured, replies took seconds, then timed out or were reset,
+for every endpoint. The event loop's lag says when that starts: a timer due
+every LAG_PERIOD that runs the limit late (ARBITER_OVERLOAD_LAG_MS, half a
+second) means the ready queue holds that much work. While it does (and for
+SHED_HOLD after, so that the queue drains), worker calls are answered before
+their body is read: a request_task gets the reference's "too busy" reply,
+which the worker retries later, and beats, updates, version checks and task
+closings a temporary 503 with Retry-After, which every worker retries (the
+official one too: web/replies.py). request_spsa and upload_pgn are served
+all the same: the official worker never retries them (a refused request_spsa
+ends its task, a refused upload loses the task's PGN), and each is one call
+per batch or per task. Pages and the API for people are served as usual. A
+limit of 0 never sheds: for an app whose loop shares its process with other
+work (the tests').
 
 Everything here runs on the event loop. [LOOP]
 """
@@ -25,7 +29,7 @@ from starlette.types import Scope, Send
 from arbiter.domain.runs.scheduler import too_busy
 from arbiter.telemetry import SHED_TOO_BUSY, SHED_UNAVAILABLE
 from arbiter.web.middleware import NOSNIFF, request_started_at
-from arbiter.web.replies import json_body, worker_error_body
+from arbiter.web.replies import json_body, temporary_refusal_body
 from arbiter.web.settings import OVERLOAD_LAG_MS
 
 LAG_PERIOD = 0.1  # s between the lag monitor's timers (a fifth of the limit: 10 wake-ups a second)
@@ -33,6 +37,8 @@ LAG_LIMIT = OVERLOAD_LAG_MS / 1000  # s late, by default: the loop has that much
 SHED_HOLD = 1.0  # s of shedding after the lag was last over the limit
 RETRY_AFTER = "5"  # s a turned-away worker waits (the reference's workers retry)
 SHED_MESSAGE = "server overloaded, retry shortly"
+# Calls served even while shedding: refused, the official worker would not retry them.
+NEVER_SHED = frozenset({"/api/request_spsa", "/api/upload_pgn"})
 
 
 class LoopLag:
@@ -74,9 +80,14 @@ class LoopLag:
             self.observe(self._clock() - due)
 
 
+def sheds(path: str) -> bool:
+    """Whether a worker call to `path` is turned away while the loop lags."""
+    return path not in NEVER_SHED
+
+
 async def send_shed_reply(scope: Scope, send: Send) -> None:
     """Turn a worker call away at once: request_task gets the reference's "too
-    busy", every other call a JSON 503 with Retry-After."""
+    busy", every other call a temporary 503 with Retry-After."""
     started = request_started_at(scope)
     path = scope["path"]
     headers = [(b"content-type", b"application/json"), NOSNIFF]
@@ -84,7 +95,7 @@ async def send_shed_reply(scope: Scope, send: Send) -> None:
         status, body = 200, json_body(too_busy(), started)
         SHED_TOO_BUSY.inc()
     else:
-        status, body = 503, worker_error_body(path, SHED_MESSAGE, started)
+        status, body = 503, temporary_refusal_body(path, SHED_MESSAGE)
         headers.append((b"retry-after", RETRY_AFTER.encode()))
         SHED_UNAVAILABLE.inc()
     headers.append((b"content-length", str(len(body)).encode()))

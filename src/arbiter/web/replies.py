@@ -3,6 +3,15 @@
 Every worker reply carries `duration` (seconds since the request started, as
 the reference measures it); API errors are `{"error": "<path>: <message>",
 "duration": s}`.
+
+One exception, for the official Fishtest worker: it takes any JSON object with
+an `error` key as final (on request_version it concludes its credentials are
+bad and exits; on update_task it drops the task and the games of the batch),
+whatever the HTTP status, and a reply that is not a JSON object as a network
+problem, which it retries. So a *temporary* refusal of a worker call (a 429 or
+a 503: overload, the password gate, throttling, shutdown, a lost lease, the
+database away) is a JSON string, `"<path>: <message>"`, with Retry-After;
+final refusals keep the `{error, duration}` object.
 """
 
 import html
@@ -11,7 +20,12 @@ from typing import Any
 
 import msgspec
 
+from arbiter.protocol import WORKER_PATHS
+
 _encoder = msgspec.json.Encoder()
+
+TEMPORARY_STATUSES = frozenset({429, 503})
+DEFAULT_RETRY_AFTER = 5  # s, when the refusal itself does not know better
 
 
 def elapsed_since(started_at: float) -> float:
@@ -24,6 +38,24 @@ def json_body(payload: dict[str, Any], started_at: float) -> bytes:
 
 def worker_error_body(path: str, message: str, started_at: float) -> bytes:
     return json_body({"error": f"{path}: {message}"}, started_at)
+
+
+def is_temporary_worker_refusal(path: str, status: int) -> bool:
+    """Whether a refusal of a call to `path` must not look final to a worker."""
+    return status in TEMPORARY_STATUSES and path in WORKER_PATHS
+
+
+def temporary_refusal_body(path: str, message: str) -> bytes:
+    """A JSON string, never an object: the official worker retries it."""
+    return _encoder.encode(f"{path}: {message}")
+
+
+def api_error_body(path: str, status: int, message: str, started_at: float) -> bytes:
+    """The body of an API error: a temporary refusal of a worker call, or
+    `{error, duration}`."""
+    if is_temporary_worker_refusal(path, status):
+        return temporary_refusal_body(path, message)
+    return worker_error_body(path, message, started_at)
 
 
 def plain_error_body(status: int, message: str) -> bytes:

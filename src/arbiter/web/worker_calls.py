@@ -49,7 +49,7 @@ from arbiter.web.middleware import (
     too_large,
 )
 from arbiter.web.observed import RequestObserver
-from arbiter.web.overload import LoopLag, send_shed_reply
+from arbiter.web.overload import LoopLag, send_shed_reply, sheds
 from arbiter.web.request_id import HEADER, REQUEST_ID, request_id_of
 
 Handler = Callable[[Request, Exception], Any]
@@ -90,13 +90,13 @@ class WorkerGuards:
 
     async def turned_away(self, scope: Scope, send: Send) -> bool:
         """Answer the call here if a guard refuses it; whether one did."""
-        if self.lag.shedding():
+        path = scope["path"]
+        if self.lag.shedding() and sheds(path):
             await send_shed_reply(scope, send)
             return True
         if self.is_shutting_down():
             await send_error(scope, send, 503, SHUTTING_DOWN)
             return True
-        path = scope["path"]
         limit = self.body_limits.for_path(path)
         declared = content_length(scope)
         if declared is not None and declared > limit:

@@ -3,8 +3,12 @@
 Bodies are built from the protocol's own request structs, so client and
 server agree on every field. Every POST must answer a JSON object; anything
 else (a proxy's plain-text 502, a dropped connection) is a TransportError,
-which `update_task` retries. A reply with `error` is returned to the caller
-or raised as ServerError, per endpoint, as the reference worker does.
+which `update_task` retries. A 429 or 503 is a TemporaryRefusalError (the server
+is busy, restarting or throttling, and says when to come back): the calls
+that close or report a task wait its Retry-After and send again, for up to
+TEMPORARY_PATIENCE, without using up an attempt. A reply with `error` is
+returned to the caller or raised as ServerError, per endpoint, as the
+reference worker does.
 
 Thread-safe: the main thread and the heartbeat thread share one client
 (httpx's pool is thread-safe; `worker_info` is replaced, never mutated).
@@ -13,6 +17,7 @@ The HTTP transport can be injected (tests use httpx's MockTransport).
 
 import logging
 import math
+import random
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,10 +48,35 @@ log = logging.getLogger("arbiter.worker.api")
 HTTP_TIMEOUT = 30.0  # s, per request (reference 11)
 UPDATE_ATTEMPTS = 5  # update_task tries on transport failures (reference 1.4)
 UPDATE_RETRY_DELAY = 15.0  # s between them
+TEMPORARY_STATUSES = frozenset({429, 503})
+# s a task's report or closing keeps being sent while the server refuses it
+# for now: longer than a restart or an overload episode lasts
+TEMPORARY_PATIENCE = 900.0
+RETRY_AFTER_BOUNDS = (1.0, 120.0)  # s: a Retry-After outside them is brought inside
 
 
 class TransportError(WorkerError):
     """No usable reply: a network error, or a body that is not a JSON object."""
+
+
+class TemporaryRefusalError(TransportError):
+    """The server refused the call for now (HTTP 429 or 503); `retry_after` is
+    how long it asked us to wait, in seconds."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def retry_after_of(reply: httpx.Response) -> float:
+    """The reply's Retry-After in seconds (a number of seconds; a date or
+    nothing counts as the lower bound), within RETRY_AFTER_BOUNDS."""
+    low, high = RETRY_AFTER_BOUNDS
+    try:
+        seconds = float(reply.headers.get("retry-after", ""))
+    except ValueError:
+        return low
+    return min(max(seconds, low), high) if math.isfinite(seconds) else low
 
 
 class ServerError(WorkerError):
@@ -103,6 +133,12 @@ class ApiClient:
             data = msgspec.json.decode(reply.content)
         except msgspec.DecodeError:
             data = None
+        if reply.status_code in TEMPORARY_STATUSES:
+            said = data if isinstance(data, str) else reply.text[:200]
+            raise TemporaryRefusalError(
+                f"{path}: HTTP {reply.status_code}, refused for now: {said}",
+                retry_after_of(reply),
+            )
         if not isinstance(data, dict):
             snippet = reply.text[:200]
             raise TransportError(
@@ -122,6 +158,21 @@ class ApiClient:
         if "error" in data:
             log.warning("%s: %s", path, data["error"])
         return data
+
+    def post_patiently(self, path: str, body: msgspec.Struct) -> dict[str, Any]:
+        """`post`, sent again after each TemporaryRefusalError's Retry-After (a little
+        more, at random, so a fleet refused together does not come back
+        together) until TEMPORARY_PATIENCE has passed."""
+        deadline = self._clock() + TEMPORARY_PATIENCE
+        while True:
+            try:
+                return self.post(path, body)
+            except TemporaryRefusalError as refusal:
+                pause = refusal.retry_after * random.uniform(1.0, 1.5)  # noqa: S311 - jitter
+                if self._clock() + pause > deadline:
+                    raise
+                log.warning("%s; sending again in %.0f s", refusal, pause)
+                self._wait(pause)
 
     def get(self, path: str) -> bytes:
         """A file from the server (books, nets); follows redirects."""
@@ -174,13 +225,14 @@ class ApiClient:
     ) -> bool:
         """Report cumulative stats; whether the task is still alive.
 
-        Transport failures are retried (5 tries, 15 s apart); an `error` in
-        the reply raises ServerError, which fails the task.
+        Transport failures are retried (5 tries, 15 s apart), temporary
+        refusals after their Retry-After (`post_patiently`); an `error` in the
+        reply raises ServerError, which fails the task.
         """
         body = UpdateTaskRequest(self._password, self.worker_info, run_id, task_id, stats, spsa)
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
             try:
-                data = self.post("/api/update_task", body)
+                data = self.post_patiently("/api/update_task", body)
                 break
             except TransportError as failure:
                 if attempt == UPDATE_ATTEMPTS:
@@ -200,22 +252,22 @@ class ApiClient:
 
     def request_spsa(self, run_id: str, task_id: int) -> dict[str, Any]:
         body = RequestSpsaRequest(self._password, self.worker_info, run_id, task_id)
-        data = self.post("/api/request_spsa", body)
+        data = self.post_patiently("/api/request_spsa", body)
         if "error" in data:
             raise ServerError(_message(data["error"]))
         return data
 
     def failed_task(self, run_id: str, task_id: int, message: str) -> dict[str, Any]:
         body = FailedTaskRequest(self._password, self.worker_info, run_id, task_id, message)
-        return self.post("/api/failed_task", body)
+        return self.post_patiently("/api/failed_task", body)
 
     def stop_run(self, run_id: str, task_id: int, message: str) -> dict[str, Any]:
         body = StopRunRequest(self._password, self.worker_info, run_id, task_id, message)
-        return self.post("/api/stop_run", body)
+        return self.post_patiently("/api/stop_run", body)
 
     def upload_pgn(self, run_id: str, task_id: int, pgn_base64: str) -> dict[str, Any]:
         body = UploadPgnRequest(self._password, self.worker_info, run_id, task_id, pgn_base64)
-        return self.post("/api/upload_pgn", body)
+        return self.post_patiently("/api/upload_pgn", body)
 
     def worker_log(
         self, message: str, run_id: str | None = None, task_id: int | None = None

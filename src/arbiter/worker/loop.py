@@ -3,7 +3,10 @@ play the task -> close it, over and over.
 
 A failed iteration (no work, an error, a failed task) waits 15 s, doubling
 up to 15 min; a completed task resets the wait. With `fleet`, the worker
-exits instead of waiting. A `stop` file in the data directory ends the
+exits instead of waiting. A temporary refusal (the server busy, restarting or
+throttling: HTTP 429 or 503) is no failure: the worker waits what the server
+asked, at least 15 s and a little more at random, without doubling the wait
+or exiting, in fleet mode too. A `stop` file in the data directory ends the
 worker between tasks; SIGINT/SIGTERM end the current task (its last report
 sent, then failed_task) and exit. Runs in the main thread.
 """
@@ -12,6 +15,7 @@ import enum
 import fcntl
 import logging
 import os
+import random
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +25,7 @@ from typing import Any
 
 from arbiter.protocol import WORKER_VERSION
 from arbiter.worker.assignment import parse_assignment
-from arbiter.worker.client import TransportError
+from arbiter.worker.client import TemporaryRefusalError, TransportError
 from arbiter.worker.errors import ConfigError, CredentialsError, FatalError, RunError, WorkerError
 from arbiter.worker.state import LOCK_FILE
 from arbiter.worker.task import TaskContext, run_task
@@ -41,12 +45,25 @@ class Outcome(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class RefusedForNow:
+    """The server refused this iteration's call for now and asked for `retry_after` s."""
+
+    retry_after: float
+
+
+@dataclass(frozen=True, slots=True)
 class Backoff:
     start: float = BACKOFF_START
     limit: float = BACKOFF_MAX
 
     def next(self, delay: float) -> float:
         return min(delay * 2, self.limit)
+
+    def after_refusal(self, refused: RefusedForNow) -> float:
+        """What a temporary refusal waits: what the server asked, at least
+        `start`, and up to half more at random, so that a fleet refused together
+        (a restart) does not come back together."""
+        return max(refused.retry_after, self.start) * random.uniform(1.0, 1.5)  # noqa: S311
 
 
 @contextmanager
@@ -77,6 +94,13 @@ def run_loop(ctx: TaskContext, *, fleet: bool, backoff: Backoff = Backoff()) -> 
         if ctx.control.stopping.is_set():
             log.info("stopped (%s)", ctx.control.reason)
             return 0
+        if isinstance(outcome, RefusedForNow):
+            pause = backoff.after_refusal(outcome)
+            log.info("the server refused for now; asking again in %.0f s", pause)
+            _activity(ctx, f"waiting {pause:.0f} s: the server asked workers to come back later")
+            if _wait(ctx, pause):
+                return 0
+            continue
         if outcome is Outcome.EXIT:
             return 1
         if outcome is Outcome.DONE:
@@ -120,7 +144,7 @@ def _activity(ctx: TaskContext, text: str) -> None:
         ctx.state.activity(text)
 
 
-def iteration(ctx: TaskContext) -> Outcome:
+def iteration(ctx: TaskContext) -> Outcome | RefusedForNow:
     _activity(ctx, "asking the server for work")
     refused = _check_version(ctx)
     if refused is not None:
@@ -128,6 +152,9 @@ def iteration(ctx: TaskContext) -> Outcome:
     ctx.engines.prune()
     try:
         reply = ctx.client.request_task()
+    except TemporaryRefusalError as refusal:
+        log.info("request_task: %s", refusal)
+        return RefusedForNow(refusal.retry_after)
     except WorkerError as error:
         log.warning("request_task failed: %s", error)
         return Outcome.FAILED
@@ -138,11 +165,14 @@ def iteration(ctx: TaskContext) -> Outcome:
     return play(ctx, reply)
 
 
-def _check_version(ctx: TaskContext) -> Outcome | None:
+def _check_version(ctx: TaskContext) -> Outcome | RefusedForNow | None:
     """request_version, and self-update on a newer protocol (RestartWorker once
     the new worker is current); the outcome when this iteration ends here."""
     try:
         version = ctx.client.request_version()
+    except TemporaryRefusalError as refusal:
+        log.info("request_version: %s", refusal)
+        return RefusedForNow(refusal.retry_after)
     except CredentialsError as error:
         log.error("the server refused the credentials: %s", error)
         return Outcome.EXIT
