@@ -1,17 +1,21 @@
 """Accounts on real storage (both backends): signup and approval, logins, worker
 credentials and their cache, sessions, passwords, profiles and tokens."""
 
+from typing import Literal
+
 import pytest
+from argon2 import PasswordHasher
 
 from arbiter.domain import actions
 from arbiter.domain.accounts import TOUCH_INTERVAL, Accounts, User
-from arbiter.domain.credentials import digest
+from arbiter.domain.credentials import WorkerProofs, digest
 from arbiter.domain.errors import (
     AccountBlocked,
     AccountPending,
     InvalidCredentials,
     NotFound,
     PermissionDenied,
+    TooManyAttempts,
     ValidationError,
 )
 from arbiter.storage import Storage
@@ -295,14 +299,89 @@ def test_worker_of_pending_or_blocked_account_is_refused(
         accounts.authenticate_worker("alice", PASSWORD)
 
 
-def test_verified_worker_password_is_not_checked_again(
-    accounts: Accounts, storage: Storage, alice: User
-) -> None:
+class CountingHasher(PasswordHasher):
+    """argon2 at the tests' cost, counting its verifications."""
+
+    def __init__(self) -> None:
+        super().__init__(time_cost=1, memory_cost=8, parallelism=1)
+        self.verified = 0
+
+    def verify(self, hash: str | bytes, password: str | bytes) -> Literal[True]:
+        self.verified += 1
+        return super().verify(hash, password)
+
+
+KEY = bytes(range(32))
+
+
+def proving_accounts(storage: Storage, hasher: PasswordHasher, key: bytes = KEY) -> Accounts:
+    """An accounts service as a (re)started server has it: worker proofs under `key`."""
+    return Accounts(storage, hasher=hasher, worker_proofs=WorkerProofs(key))
+
+
+def test_verified_worker_password_is_not_checked_again(storage: Storage) -> None:
+    hasher = CountingHasher()
+    accounts = proving_accounts(storage, hasher)
+    alice = accounts.create_user("alice", PASSWORD)
+    assert accounts.authenticate_worker("alice", PASSWORD) == alice
+    assert accounts.authenticate_worker("alice", PASSWORD) == alice
+    assert hasher.verified == 1
+
+
+def test_a_restarted_server_checks_a_returning_worker_without_argon2(storage: Storage) -> None:
+    """The proof is in the database: a new process with the same key needs no
+    argon2 for a password verified before; one with another key needs it once."""
+    proving_accounts(storage, CountingHasher()).create_user("alice", PASSWORD)
+    proving_accounts(storage, CountingHasher()).authenticate_worker("alice", PASSWORD)
+    restarted = CountingHasher()
+    assert proving_accounts(storage, restarted).authenticate_worker("alice", PASSWORD)
+    assert restarted.verified == 0
+    other_key = CountingHasher()
+    accounts = proving_accounts(storage, other_key, key=b"k" * 32)
+    accounts.authenticate_worker("alice", PASSWORD)
+    accounts.authenticate_worker("alice", PASSWORD)
+    assert other_key.verified == 1
+
+
+def test_the_stored_proof_tells_nothing_without_its_key(storage: Storage) -> None:
+    accounts = proving_accounts(storage, CountingHasher())
+    accounts.create_user("alice", PASSWORD)
+    accounts.authenticate_worker("alice", PASSWORD)
+    record = stored(storage, "alice")
+    assert record.worker_proof is not None
+    assert record.worker_proof != digest(PASSWORD)
+    fields = (record.id, record.credentials_version, record.password_hash, PASSWORD)
+    assert record.worker_proof == WorkerProofs(KEY).of(*fields)
+    assert record.worker_proof != WorkerProofs(b"k" * 32).of(*fields)
+
+
+def test_a_wrong_password_beside_a_proof_is_checked_and_counted(storage: Storage) -> None:
+    hasher = CountingHasher()
+    accounts = proving_accounts(storage, hasher)
+    accounts.create_user("alice", PASSWORD)
+    accounts.authenticate_worker("alice", PASSWORD)
+    with pytest.raises(InvalidCredentials):
+        accounts.authenticate_worker("alice", OTHER_PASSWORD)
+    assert hasher.verified == 2
+    refusals = set()
+    for _ in range(10):  # and guesses are throttled as before
+        try:
+            accounts.authenticate_worker("alice", OTHER_PASSWORD)
+        except (InvalidCredentials, TooManyAttempts) as refusal:
+            refusals.add(type(refusal))
+    assert refusals == {InvalidCredentials, TooManyAttempts}
+
+
+def test_a_proof_dies_with_a_new_hash_of_any_kind(storage: Storage) -> None:
+    """A hash replaced behind the service's back (an import, a restore) ends the
+    proof too, even without a new credentials version."""
+    accounts = proving_accounts(storage, CountingHasher())
+    accounts.create_user("alice", PASSWORD)
     accounts.authenticate_worker("alice", PASSWORD)
     swap_password_hash(storage, "alice", OTHER_PASSWORD)
-    # The stored hash no longer matches PASSWORD: only the cache can accept it.
-    assert accounts.authenticate_worker("alice", PASSWORD) == alice
-    assert accounts.authenticate_worker("alice", OTHER_PASSWORD) == alice
+    with pytest.raises(InvalidCredentials):
+        accounts.authenticate_worker("alice", PASSWORD)
+    assert accounts.authenticate_worker("alice", OTHER_PASSWORD).username == "alice"
 
 
 def test_password_change_invalidates_the_cached_worker_password(

@@ -1,7 +1,6 @@
 """Passwords and worker tokens: strength, hashing, and the cache of verified secrets."""
 
 import hashlib
-import threading
 
 import pytest
 
@@ -9,7 +8,7 @@ from arbiter.domain.credentials import (
     MAX_PASSWORD_LENGTH,
     TOKEN_PREFIX,
     ProvenWorkers,
-    VerifiedSecrets,
+    WorkerProofs,
     check_password_strength,
     digest,
     is_worker_token,
@@ -86,59 +85,28 @@ def test_verify_password_against_a_broken_hash_is_false(password_hash: str) -> N
     assert not verify_password(cheap_hasher(), password_hash, PASSWORD)
 
 
-def test_verified_secret_is_remembered_for_its_user_and_version_only() -> None:
-    verified = VerifiedSecrets()
-    assert not verified.contains(1, 0, PASSWORD)
-    verified.add(1, 0, PASSWORD)
-    assert verified.contains(1, 0, PASSWORD)
-    assert not verified.contains(1, 1, PASSWORD)
-    assert not verified.contains(2, 0, PASSWORD)
-    assert not verified.contains(1, 0, OTHER_PASSWORD)
+def test_a_worker_proof_is_bound_to_every_field_and_the_key() -> None:
+    proofs = WorkerProofs(b"k" * 32)
+    proof = proofs.of(1, 0, "$argon2id$h", PASSWORD)
+    assert proofs.matches(proof, 1, 0, "$argon2id$h", PASSWORD)
+    for other in (
+        (2, 0, "$argon2id$h", PASSWORD),
+        (1, 1, "$argon2id$h", PASSWORD),
+        (1, 0, "$argon2id$other", PASSWORD),
+        (1, 0, "$argon2id$h", OTHER_PASSWORD),
+    ):
+        assert not proofs.matches(proof, *other)
+    assert not WorkerProofs(b"j" * 32).matches(proof, 1, 0, "$argon2id$h", PASSWORD)
+    assert not proofs.matches(None, 1, 0, "$argon2id$h", PASSWORD)
+    assert not proofs.matches("", 1, 0, "$argon2id$h", PASSWORD)
 
 
-def test_verified_secrets_are_kept_as_digests() -> None:
-    verified = VerifiedSecrets()
-    verified.add(1, 0, PASSWORD)
-    assert list(verified._entries) == [(1, 0, digest(PASSWORD))]
-
-
-def test_verified_secrets_forget_the_least_recently_used() -> None:
-    verified = VerifiedSecrets(capacity=2)
-    verified.add(1, 0, "a")
-    verified.add(2, 0, "b")
-    assert verified.contains(1, 0, "a")  # now "b" is the least recently used
-    verified.add(3, 0, "c")
-    assert verified.contains(1, 0, "a")
-    assert not verified.contains(2, 0, "b")
-    assert verified.contains(3, 0, "c")
-
-
-def test_adding_again_refreshes_an_entry() -> None:
-    verified = VerifiedSecrets(capacity=2)
-    verified.add(1, 0, "a")
-    verified.add(2, 0, "b")
-    verified.add(1, 0, "a")
-    verified.add(3, 0, "c")
-    assert verified.contains(1, 0, "a")
-    assert not verified.contains(2, 0, "b")
-
-
-def test_verified_secrets_stay_bounded_under_concurrent_use() -> None:
-    verified = VerifiedSecrets(capacity=50)
-    barrier = threading.Barrier(4)
-
-    def fill(offset: int) -> None:
-        barrier.wait()
-        for user_id in range(offset, offset + 200):
-            verified.add(user_id, 0, "secret")
-            verified.contains(user_id, 0, "secret")
-
-    threads = [threading.Thread(target=fill, args=(i * 1000,)) for i in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(verified._entries) == 50
+def test_a_worker_proof_key_is_long_enough() -> None:
+    with pytest.raises(ValueError, match="32 bytes"):
+        WorkerProofs(b"short")
+    assert WorkerProofs.ephemeral().of(1, 0, "h", "p") != WorkerProofs.ephemeral().of(
+        1, 0, "h", "p"
+    )
 
 
 def test_proven_workers_expire_after_their_ttl() -> None:

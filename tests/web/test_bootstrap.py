@@ -2,6 +2,7 @@
 bucket is configured, its secret read from a file when so told. Nothing here
 reaches a store (a Bucket reaches one only when used)."""
 
+import stat
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,12 @@ from arbiter.domain.files.bucket_files import BucketFiles
 from arbiter.domain.files.stored import DatabaseFiles
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
-from arbiter.web.bootstrap import configured_bucket, file_store
+from arbiter.web.bootstrap import (
+    WORKER_PROOF_KEY_FILE,
+    configured_bucket,
+    file_store,
+    load_worker_proofs,
+)
 from arbiter.web.settings import Settings, SettingsError
 
 
@@ -47,3 +53,24 @@ def test_an_unreadable_secret_file_is_a_settings_error(tmp_path: Path) -> None:
     )
     with pytest.raises(SettingsError, match="ARBITER_FILES_S3_SECRET_ACCESS_KEY_FILE: cannot read"):
         configured_bucket(settings)
+
+
+def test_the_worker_proof_key_is_made_once_for_this_user_alone(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    first = load_worker_proofs(settings)
+    key_file = tmp_path / "data" / WORKER_PROOF_KEY_FILE
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    again = load_worker_proofs(settings)  # a restart: the same key, the same proofs
+    assert first.of(1, 0, "h", "p") == again.of(1, 0, "h", "p")
+
+
+def test_a_worker_proof_key_file_can_be_named_and_must_hold_a_key(tmp_path: Path) -> None:
+    named = tmp_path / "elsewhere.key"
+    named.write_text("ab" * 32)
+    settings = Settings(data_dir=tmp_path / "data", worker_proof_key_file=str(named))
+    assert load_worker_proofs(settings).of(1, 0, "h", "p")
+    assert not (tmp_path / "data" / WORKER_PROOF_KEY_FILE).exists()
+    for text, complaint in (("zz", "in hex"), ("abcd", "32 bytes")):
+        named.write_text(text)
+        with pytest.raises(SettingsError, match=complaint):
+            load_worker_proofs(settings)

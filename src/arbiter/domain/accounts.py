@@ -17,7 +17,7 @@ from argon2 import PasswordHasher
 from arbiter.domain import actions
 from arbiter.domain.credentials import (
     ProvenWorkers,
-    VerifiedSecrets,
+    WorkerProofs,
     check_password_strength,
     digest,
     is_worker_token,
@@ -126,6 +126,7 @@ class Accounts:
         session_hours: int = 12,
         remember_days: int = 400,
         guard: PasswordGuard | None = None,
+        worker_proofs: WorkerProofs | None = None,
     ) -> None:
         self._storage = storage
         self._hasher = hasher
@@ -134,7 +135,7 @@ class Accounts:
         self.guard = guard or PasswordGuard(clock=clock)
         self._session_seconds = session_hours * 3600.0
         self._remember_seconds = remember_days * 86400.0
-        self._verified = VerifiedSecrets()
+        self._proofs = worker_proofs or WorkerProofs.ephemeral()
         self._proven: ProvenWorkers[User] = ProvenWorkers(PROVEN_WORKER_SECONDS, clock)
         # What an unknown name's password is checked against: made now, so the
         # first unknown name costs no more (no extra hash) than the next.
@@ -275,15 +276,32 @@ class Accounts:
     def _worker_by_password(self, username: str, password: str, address: str) -> User:
         with self._storage.read() as tx:
             record = tx.users.get_by_key(username)
-        if record is None or not self._verified.contains(
-            record.id, record.credentials_version, password
-        ):
-            record = self._prove_password(record, username, password, address)
-            # Remember only usable accounts: a pending one may be rejected (deleted) and
-            # SQLite can hand its id to the next account, which the entry would then open.
-            self._usable(record)
-            self._verified.add(record.id, record.credentials_version, password)
-        return self._usable(record)
+        if record is not None and self._proof_matches(record, password):
+            return self._usable(record)  # verified before, by this process or another
+        record = self._prove_password(record, username, password, address)
+        user = self._usable(record)  # a blocked or pending account keeps no proof
+        self._keep_proof(record, password)
+        return user
+
+    def _proof_matches(self, record: UserRecord, password: str) -> bool:
+        return self._proofs.matches(
+            record.worker_proof,
+            record.id,
+            record.credentials_version,
+            record.password_hash,
+            password,
+        )
+
+    def _keep_proof(self, record: UserRecord, password: str) -> None:
+        """Store the proof of a password argon2 just verified (unless it is there
+        already, as after a restart with the same key): one write per account,
+        not per worker."""
+        proof = self._proofs.of(
+            record.id, record.credentials_version, record.password_hash, password
+        )
+        if record.worker_proof != proof:
+            with self._storage.write() as tx:
+                tx.users.set_worker_proof(record.id, proof)
 
     def authenticate_token(self, token: str) -> User:
         """A bearer token alone (scripting API): the token names its user."""

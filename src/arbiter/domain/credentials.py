@@ -1,18 +1,23 @@
-"""Passwords and worker tokens: hashing, strength, and a cache of verified secrets.
+"""Passwords and worker tokens: hashing, strength, and proofs of verified secrets.
 
 argon2id makes each password check cost ~20 MiB and tens of milliseconds on
-purpose; 10,000 workers each calling every few seconds could not afford it. A
-worker that proved its secret once is remembered by a SHA-256 of that secret,
-keyed by the user's `credentials_version`, which every password change or block
-bumps, so a stale entry can never match again.
+purpose; 10,000 workers each calling every few seconds could not afford it,
+nor could a restarted server that all of them reconnect to at once. So once
+argon2 has verified a worker's password, the account keeps a *worker proof*:
+HMAC-SHA256 of the password under a key that is not in the database (a file
+beside it, `WorkerProofs`), bound to the account's id, password hash and
+`credentials_version` (which every password change or block bumps), so a
+stale proof can never match again. A returning worker is then checked with
+one MAC, before and after a restart. A copy of the database without the key
+tells nothing: no guess can be tested against a proof without the key.
 
 All functions here are CPU-bound and run in the threadpool.
 """
 
 import hashlib
+import hmac
 import secrets
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -64,32 +69,40 @@ def verify_password(hasher: PasswordHasher, password_hash: str, password: str) -
         return False
 
 
+class WorkerProofs:
+    """Worker proofs under one key (32 random bytes at least)."""
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) < 32:
+            raise ValueError("a worker proof key has at least 32 bytes")
+        self._key = key
+
+    @classmethod
+    def ephemeral(cls) -> "WorkerProofs":
+        """A key of this process alone: proofs then last until it ends."""
+        return cls(secrets.token_bytes(32))
+
+    def of(self, user_id: int, credentials_version: int, password_hash: str, password: str) -> str:
+        # The fixed fields first, each ended by a separator that none contains,
+        # then the password: no two inputs share a message.
+        message = f"{user_id}\0{credentials_version}\0{password_hash}\0{password}".encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+
+    def matches(
+        self,
+        stored: str | None,
+        user_id: int,
+        credentials_version: int,
+        password_hash: str,
+        password: str,
+    ) -> bool:
+        if not stored:
+            return False
+        proof = self.of(user_id, credentials_version, password_hash, password)
+        return hmac.compare_digest(stored, proof)
+
+
 T = TypeVar("T")
-
-
-class VerifiedSecrets:
-    """A bounded, thread-safe LRU set of secrets already proven right."""
-
-    def __init__(self, capacity: int = 50_000) -> None:
-        self._capacity = capacity
-        self._entries: OrderedDict[tuple[int, int, str], None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def contains(self, user_id: int, credentials_version: int, secret: str) -> bool:
-        key = (user_id, credentials_version, digest(secret))
-        with self._lock:
-            if key not in self._entries:
-                return False
-            self._entries.move_to_end(key)
-            return True
-
-    def add(self, user_id: int, credentials_version: int, secret: str) -> None:
-        key = (user_id, credentials_version, digest(secret))
-        with self._lock:
-            self._entries[key] = None
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
 
 
 class ProvenWorkers(Generic[T]):

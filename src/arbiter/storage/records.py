@@ -24,6 +24,7 @@ class UserRecord:
     tests_repo: str
     machine_limit: int
     credentials_version: int
+    worker_proof: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,9 @@ users = Table(
     # Bumped on password change and blocking: lets caches of verified
     # credentials notice that they are stale.
     Column("credentials_version", Integer, nullable=False, default=0),
+    # HMAC of the password argon2 last verified for a worker, under a key kept
+    # outside the database (domain/credentials.py: WorkerProofs).
+    Column("worker_proof", String(64), nullable=True),
 )
 
 sessions = Table(

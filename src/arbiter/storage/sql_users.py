@@ -82,6 +82,9 @@ class SqlUserStore:
         )
         return result.rowcount == 1
 
+    def set_worker_proof(self, user_id: int, proof: str) -> None:
+        self._update(user_id, worker_proof=proof)
+
     def update_profile(
         self, user_id: int, *, email: str | None = None, tests_repo: str | None = None
     ) -> None:

@@ -1,6 +1,7 @@
 """Opening the process's state at start-up. Runs in the threadpool (blocking I/O)."""
 
 import logging
+import os
 import secrets
 import threading
 from collections.abc import Callable, Sequence
@@ -12,6 +13,7 @@ from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.actions import Actions
+from arbiter.domain.credentials import WorkerProofs
 from arbiter.domain.files import worker_package
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.bucket_files import BucketFiles
@@ -153,14 +155,46 @@ def password_limits(settings: Settings) -> PasswordLimits:
     )
 
 
-def make_accounts(storage: Storage, settings: Settings) -> Accounts:
+def make_accounts(
+    storage: Storage, settings: Settings, proofs: WorkerProofs | None = None
+) -> Accounts:
+    """The accounts service; `proofs` None keeps worker proofs for this process
+    only (a command that verifies no worker needs no key)."""
     return Accounts(
         storage,
         hasher=password_hasher(settings),
         session_hours=settings.session_hours,
         remember_days=settings.session_days,
         guard=PasswordGuard(password_limits(settings)),
+        worker_proofs=proofs,
     )
+
+
+WORKER_PROOF_KEY_FILE = "worker-proof.key"
+
+
+def load_worker_proofs(settings: Settings) -> WorkerProofs:
+    """The worker proofs under the key of ARBITER_WORKER_PROOF_KEY_FILE, made on
+    the first start (readable by this user alone) when the file is missing."""
+    path = Path(settings.worker_proof_key_file or settings.data_dir / WORKER_PROOF_KEY_FILE)
+    name = "ARBITER_WORKER_PROOF_KEY_FILE"
+    try:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w", encoding="ascii") as made:
+                made.write(secrets.token_hex(32) + "\n")
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileExistsError:  # another process made it meanwhile
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except OSError as error:
+        raise SettingsError(f"{name}: cannot read or create {path}: {error.strerror}") from None
+    except ValueError:
+        raise SettingsError(f"{name}: {path} does not hold a key in hex") from None
+    try:
+        return WorkerProofs(key)
+    except ValueError as error:
+        raise SettingsError(f"{name}: {path}: {error}") from None
 
 
 def configured_bucket(settings: Settings) -> Bucket | None:
@@ -269,7 +303,7 @@ def open_state(settings: Settings) -> AppState:
             settings=settings,
             engine=engine,
             storage=storage,
-            accounts=make_accounts(storage, settings),
+            accounts=make_accounts(storage, settings, load_worker_proofs(settings)),
             actions=Actions(storage),
             secret_key=load_secret_key(storage, settings.secret_key),
             runs=runs,

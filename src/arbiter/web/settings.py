@@ -68,7 +68,11 @@ class Settings:
     # Overload (web/overload.py): worker calls are answered "too busy" or 503 at
     # once while the event loop runs this many ms late; 0 never turns them away.
     overload_lag_ms: int = OVERLOAD_LAG_MS
-    secret_key: str = ""  # empty: generated once and kept in data_dir
+    secret_key: str = ""  # empty: generated once and kept in the database
+    # The key of the worker proofs (domain/credentials.py): a file that must
+    # not live in the database; empty: data_dir/worker-proof.key, made on the
+    # first start. Give every process that may serve the worker API the same.
+    worker_proof_key_file: str = ""
     session_days: int = 400  # remember-me lifetime, as the reference
     session_hours: int = 12  # lifetime of a session without remember-me
     # argon2id cost; defaults are OWASP's minimum. Raising them is safe: hashes
