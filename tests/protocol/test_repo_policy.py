@@ -8,6 +8,7 @@ import pytest
 from arbiter.protocol.repo_policy import (
     RepoPolicy,
     RepoRefused,
+    is_github_repository,
     parse_allow,
     split_url,
 )
@@ -140,3 +141,22 @@ def test_split_url() -> None:
     assert split_url("https://Forge.example/o/e") == ("https", "forge.example", 443)
     assert split_url("git@forge.example:o/e") == ("ssh", "forge.example", 22)
     assert split_url("http://[::1]:8080/e") == ("http", "::1", 8080)
+
+
+@pytest.mark.parametrize(
+    ("url", "github"),
+    [
+        ("https://github.com/official-stockfish/Stockfish", True),
+        ("https://github.com/alice/Stockfish/", True),
+        ("https://github.com/alice/my.engine_2-x", True),
+        ("http://github.com/alice/Stockfish", False),
+        ("https://gitlab.com/alice/Stockfish", False),
+        ("https://github.com.evil.example/alice/Stockfish", False),
+        ("https://github.com/alice", False),
+        ("https://github.com/alice/Stockfish/tree/dev", False),
+        ("file:///srv/git/engine", False),
+        ("git@github.com:alice/Stockfish.git", False),
+    ],
+)
+def test_only_github_repositories_are_the_official_workers(url: str, github: bool) -> None:
+    assert is_github_repository(url) is github

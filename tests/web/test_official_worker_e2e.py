@@ -1,7 +1,12 @@
 """A worker that behaves as the official Fishtest worker does plays a fixed-games
 and an SPRT run on a catalogue book against a real `arbiter serve`, on both
-storage backends; runs on a book only Arbiter hosts are kept from it, and the
-run page says why.
+storage backends; runs on a book only Arbiter hosts, or on a repository that
+is not on GitHub (the official worker downloads engines only as GitHub
+zipballs), are kept from it, and the run page says why.
+
+These machines cannot reach GitHub, so the runs are submitted on a local
+repository and moved to a GitHub address while the server is stopped, as a
+run submitted online would be stored; the stand-in builds no engines.
 
 The books repository is a stub on loopback (these machines are offline), with
 a catalogue imported through `arbiter books import-catalogue`, as an operator
@@ -24,8 +29,11 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+from sqlalchemy import select, update
 
 from arbiter.protocol.books import SHIPPED_BOOK
+from arbiter.storage.engine import make_engine, sqlite_url
+from arbiter.storage.schema import runs
 from tests.web.live_server import (
     CHEAP_HASHING,
     PASSWORD,
@@ -38,6 +46,7 @@ from tests.web.live_server import (
 from tests.web.official_worker import OfficialLikeWorker, official_text_hash
 
 BOOK = "e2e_catalogue.epd"
+GITHUB_REPO = "https://github.com/alice/Stockfish"
 SHIPPED = Path(__file__).parents[2] / "src" / "arbiter" / "data" / "books" / SHIPPED_BOOK
 
 
@@ -109,6 +118,29 @@ def submit(server: Server, tokens: dict[str, str], repo_url: str, **args: Any) -
     return run_id
 
 
+def move_to_github(data_dir: Path, database_url: str, run_ids: list[str]) -> None:
+    """Store these runs as submitted on GitHub (the server stopped)."""
+    engine = make_engine(database_url or sqlite_url(data_dir))
+    try:
+        with engine.begin() as connection:
+            for run_id in run_ids:
+                query = select(runs.c.args).where(runs.c.id == run_id)
+                args = dict(connection.execute(query).scalar_one())
+                args["tests_repo"] = GITHUB_REPO
+                connection.execute(update(runs).where(runs.c.id == run_id).values(args=args))
+    finally:
+        engine.dispose()
+
+
+def restart_on_github(
+    live: Server, data_dir: Path, database_url: str, run_ids: list[str]
+) -> Server:
+    stop(live)
+    move_to_github(data_dir, database_url, run_ids)
+    port = int(live.url.rsplit(":", 1)[1])
+    return start_server(data_dir, database_url, port=port)
+
+
 def get_run(server: Server, run_id: str) -> dict[str, Any]:
     run: dict[str, Any] = httpx.get(f"{server.url}/api/get_run/{run_id}", timeout=30).json()
     return run
@@ -119,23 +151,41 @@ def test_the_official_workers_protocol_finishes_fixed_games_and_sprt_runs(
     books_repository: tuple[str, Path],
     repo_url: str,
     tmp_path: Path,
+    database_url: str,
 ) -> None:
-    live, tokens = server
-    hosted = submit(live, tokens, repo_url, book=SHIPPED_BOOK, priority=1)
-    fixed = submit(live, tokens, repo_url, book=BOOK, num_games=400, tc="10+0.1")
+    first, tokens = server
+    hosted = submit(first, tokens, repo_url, book=SHIPPED_BOOK, priority=1)
+    local = submit(first, tokens, repo_url, book=BOOK, priority=1)
+    fixed = submit(first, tokens, repo_url, book=BOOK, num_games=400, tc="10+0.1")
     sprt = submit(
-        live,
+        first,
         tokens,
         repo_url,
         book=BOOK,
         num_games=40_000,
         sprt={"elo0": 0, "elo1": 10, "elo_model": "normalized"},
     )
-    worker = OfficialLikeWorker(
-        live.url, "alice", PASSWORD, books_repository[0], tmp_path / "worker-books"
-    )
-    worker.books_dir.mkdir()
-    played = worker.run_fleet()
+    live = restart_on_github(first, tmp_path / "server", database_url, [hosted, fixed, sprt])
+    try:
+        worker = OfficialLikeWorker(
+            live.url, "alice", PASSWORD, books_repository[0], tmp_path / "worker-books"
+        )
+        worker.books_dir.mkdir()
+        played = worker.run_fleet()
+        check_the_fleets_work(live, worker, played, hosted, local, fixed, sprt)
+    finally:
+        stop(live)
+
+
+def check_the_fleets_work(
+    live: Server,
+    worker: OfficialLikeWorker,
+    played: int,
+    hosted: str,
+    local: str,
+    fixed: str,
+    sprt: str,
+) -> None:
 
     assert worker.failed == []
     assert played == len(worker.tasks) > 2
@@ -148,6 +198,9 @@ def test_the_official_workers_protocol_finishes_fixed_games_and_sprt_runs(
     waiting = get_run(live, hosted)
     assert not waiting["finished"]
     assert any("catalogue" in reason for reason in waiting["why_no_workers"])
+    not_on_github = get_run(live, local)
+    assert not_on_github["results"]["wins"] + not_on_github["results"]["losses"] == 0
+    assert any("not on GitHub" in reason for reason in not_on_github["why_no_workers"])
 
     # Every PGN the worker uploaded comes back byte for byte.
     for log in worker.tasks:

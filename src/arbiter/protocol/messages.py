@@ -109,8 +109,9 @@ class WorkerInfo(msgspec.Struct):
     ARCH: str  # CPU features printed by the engine; "?" before the first task
     nps: Annotated[float, msgspec.Meta(ge=0, le=MAX_NPS)]
     near_github_api_limit: bool
-    # Arbiter's worker only: it downloads books from the server too, so it can
-    # play runs on books outside the official-stockfish/books catalogue. The
+    # Arbiter's worker only: it downloads books from the server too, and builds
+    # engines from any git repository, so it can play runs on books outside the
+    # official-stockfish/books catalogue and on repositories not on GitHub. The
     # official worker does not send it.
     hosted_books: bool = False
 

@@ -215,3 +215,13 @@ def _kind(address: Address) -> str:
     if address.is_private:
         return "private"
     return "reserved"
+
+
+# The official worker downloads engines only as GitHub zipballs, from an
+# address it makes by putting api.github.com/repos in place of github.com.
+_GITHUB_REPOSITORY = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/?")
+
+
+def is_github_repository(url: str) -> bool:
+    """Whether the official worker can download this repository's commits."""
+    return _GITHUB_REPOSITORY.fullmatch(url) is not None

@@ -2,7 +2,14 @@
 (-priority, adjusted cores > 0, (adjusted cores + C/2) / itp), C the worker's
 concurrency, a worker's previous run adjusted by C."""
 
-from arbiter.domain.runs.ranking import best_ranked, ranked
+from arbiter.domain.runs.ranking import (
+    BOOK,
+    REPOSITORY,
+    RunNeeds,
+    best_ranked,
+    ranked,
+    unsuitable,
+)
 from arbiter.domain.runs.registry import RunState
 from arbiter.storage.records import RunRecord, evolve
 from tests.domain.runs.support import run_record, worker
@@ -97,3 +104,42 @@ def test_an_itp_a_hair_higher_wins() -> None:
     # 2/100.0004 < 2/100: the reference keeps itp unrounded, so must we.
     pair = [run("p"), run("q", itp=100.0004)]
     assert ids(ranked(states(pair), worker(concurrency=4), None, {})) == "qp"
+
+
+def needs(*, github_repository: bool = True, catalogue_book: bool = True) -> RunNeeds:
+    return RunNeeds(
+        threads=1,
+        hash_new=16,
+        hash_base=16,
+        allowed_archs=None,
+        compiler="",
+        spsa_cap=None,
+        scheduling_tc="10+0.1",
+        sprt_batch=None,
+        catalogue_book=catalogue_book,
+        github_repository=github_repository,
+    )
+
+
+def test_the_official_worker_gets_only_what_it_can_download() -> None:
+    """It fetches engines as GitHub zipballs and books from the catalogue;
+    Arbiter's worker (`hosted_books`) fetches both from anywhere."""
+    playable = evolve(BASE, args={"num_games": 100})
+    official, arbiter = worker(), worker(hosted_books=True)
+    assert unsuitable(playable, needs(), official) is None
+    assert unsuitable(playable, needs(github_repository=False), official) == REPOSITORY
+    assert unsuitable(playable, needs(catalogue_book=False), official) == BOOK
+    for other in (needs(github_repository=False), needs(catalogue_book=False)):
+        assert unsuitable(playable, other, arbiter) is None
+
+
+def test_needs_know_a_github_repository() -> None:
+    args = {
+        "threads": 1,
+        "new_options": "Hash=16",
+        "base_options": "Hash=16",
+        "tc": "10+0.1",
+        "tests_repo": "https://github.com/alice/Stockfish",
+    }
+    assert RunNeeds.of(args).github_repository
+    assert not RunNeeds.of({**args, "tests_repo": "file:///srv/git/engine"}).github_repository

@@ -15,6 +15,7 @@ from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.documents import hash_mib
 from arbiter.domain.runs.registry import RunState
 from arbiter.protocol.messages import WorkerInfo
+from arbiter.protocol.repo_policy import is_github_repository
 from arbiter.stats.scheduling import memory_need, task_size
 from arbiter.storage.records import RunRecord
 
@@ -30,6 +31,10 @@ ARCH = "arch_filter excludes the worker's arch"
 COMPILER = "pinned to another compiler"
 SPSA_CAP = "SPSA core cap reached"
 BOOK = "its book is not in the official-stockfish/books catalogue, which the official worker needs"
+REPOSITORY = (
+    "its repository is not on GitHub, the only host the official worker downloads from:"
+    " it waits for Arbiter workers"
+)
 OUTRANKED = "outranked by another run (priority or share of cores)"
 
 
@@ -47,6 +52,7 @@ class RunNeeds:
     scheduling_tc: str  # the clock task sizing prices games by (`TimeControl.scheduling_tc`)
     sprt_batch: int | None  # games per SPRT batch: tasks are whole batches
     catalogue_book: bool  # the official worker can fetch the book (book_catalogue)
+    github_repository: bool  # the official worker can fetch the engines (repo_policy)
 
     @classmethod
     def of(cls, args: dict[str, Any], catalogue_book: bool = True) -> "RunNeeds":
@@ -63,6 +69,7 @@ class RunNeeds:
             scheduling_tc=parse_time_control(args["tc"]).scheduling_tc(),
             sprt_batch=None if sprt is None else int(sprt["batch_size"]),
             catalogue_book=catalogue_book,
+            github_repository=is_github_repository(str(args.get("tests_repo", ""))),
         )
 
 
@@ -129,11 +136,9 @@ def unsuitable(run: RunRecord, needs: RunNeeds, worker: WorkerInfo) -> str | Non
     Arbiter does not keep; its own workers never make that claim."""
     if not run.approved:
         return NOT_APPROVED
-    mismatch = _mismatch(needs, worker)
+    mismatch = _mismatch(needs, worker) or _cannot_fetch(needs, worker)
     if mismatch is not None:
         return mismatch
-    if not (needs.catalogue_book or worker.hosted_books):
-        return BOOK
     if int(run.args["num_games"]) - run.committed_games <= 0:
         return NO_GAMES
     if needs.spsa_cap is not None and run.cores > needs.spsa_cap:
@@ -154,6 +159,18 @@ def _mismatch(needs: RunNeeds, worker: WorkerInfo) -> str | None:
         return ARCH
     if needs.compiler and needs.compiler != worker.compiler:
         return COMPILER
+    return None
+
+
+def _cannot_fetch(needs: RunNeeds, worker: WorkerInfo) -> str | None:
+    """What of this run the worker cannot download, or None: the official worker
+    (no `hosted_books`) fetches books from the catalogue and engines from GitHub."""
+    if worker.hosted_books:
+        return None
+    if not needs.catalogue_book:
+        return BOOK
+    if not needs.github_repository:
+        return REPOSITORY
     return None
 
 
