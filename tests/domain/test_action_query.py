@@ -118,19 +118,27 @@ def _operator(document: dict[str, Any], field: str, name: str, operand: Any, fla
     return _compare(document, field, name, operand)
 
 
+def _operators_match(document: dict[str, Any], field: str, condition: dict[str, Any]) -> bool:
+    flags = re.IGNORECASE if "i" in condition.get("$options", "") else 0
+    return all(
+        not _operators_match(document, field, operand)
+        if name == "$not"
+        else _operator(document, field, name, operand, flags)
+        for name, operand in condition.items()
+        if name != "$options"
+    )
+
+
 def mongo_matches(document: dict[str, Any], query: dict[str, Any]) -> bool:
     for key, condition in query.items():
         if key == "$and":
             ok = all(mongo_matches(document, part) for part in condition)
         elif key == "$or":
             ok = any(mongo_matches(document, part) for part in condition)
+        elif key == "$nor":
+            ok = not any(mongo_matches(document, part) for part in condition)
         elif isinstance(condition, dict) and any(name.startswith("$") for name in condition):
-            flags = re.IGNORECASE if "i" in condition.get("$options", "") else 0
-            ok = all(
-                _operator(document, key, name, operand, flags)
-                for name, operand in condition.items()
-                if name != "$options"
-            )
+            ok = _operators_match(document, key, condition)
         else:
             ok = _equal(document, key, condition)
         if not ok:
@@ -203,14 +211,24 @@ def field_conditions(draw: st.DrawFn, documents: list[dict[str, Any]]) -> dict[s
     return {field: condition}
 
 
+def negated(condition: dict[str, Any]) -> dict[str, Any]:
+    """A field condition under `$not` (a plain value becomes its `$eq`)."""
+    ((field, inner),) = condition.items()
+    if not (isinstance(inner, dict) and any(name.startswith("$") for name in inner)):
+        inner = {"$eq": inner}
+    return {field: {"$not": inner}}
+
+
 def queries(documents: list[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
-    leaf = field_conditions(documents)
+    conditions = field_conditions(documents)
+    leaf = st.one_of(conditions, conditions, conditions.map(negated))
 
     def combine(inner: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
         parts = st.lists(inner, min_size=1, max_size=3)
         return st.one_of(
             parts.map(lambda items: {"$and": items}),
             parts.map(lambda items: {"$or": items}),
+            parts.map(lambda items: {"$nor": items}),
             parts.map(lambda items: {k: v for item in items for k, v in item.items()}),
         )
 
@@ -286,7 +304,11 @@ def test_regex_on_id_and_message(log: Actions) -> None:
     [
         ({"$where": "sleep(100)"}, "unknown operator: $where"),
         ({"time": {"$gt": 0, "$foo": 1}}, "unknown operator: $foo"),
-        ({"$nor": [{"action": "x"}]}, "unknown operator: $nor"),
+        ({"$nand": [{"action": "x"}]}, "unknown operator: $nand"),
+        ({"$nor": []}, "$nor: expected a non-empty array of queries"),
+        ({"action": {"$not": "x"}}, "action.$not: expected an object of operators"),
+        ({"action": {"$not": {}}}, "action.$not: expected an object of operators"),
+        ({"action": {"$not": {"$foo": 1}}}, "unknown operator: $foo"),
         ({"$and": []}, "$and: expected a non-empty array of queries"),
         ({"$or": {"action": "x"}}, "$or: expected a non-empty array of queries"),
         ({"$and": ["action"]}, "expected a query object"),

@@ -202,6 +202,16 @@ def check_the_fleets_work(
     assert not_on_github["results"]["wins"] + not_on_github["results"]["losses"] == 0
     assert any("not on GitHub" in reason for reason in not_on_github["why_no_workers"])
 
+    # The run's archive holds every game the worker uploaded, task by task.
+    for run_id in (fixed, sprt):
+        reply = httpx.get(f"{live.url}/api/run_pgns/{run_id}.pgn.gz", timeout=30)
+        assert reply.status_code == 200, reply.text
+        uploaded = "".join(log.pgn for log in worker.tasks if log.run_id == run_id)
+        assert gzip.decompress(reply.content).decode() == uploaded
+        assert uploaded.count("[Event ") == sum(
+            log.games for log in worker.tasks if log.run_id == run_id
+        )
+
     # Every PGN the worker uploaded comes back byte for byte.
     for log in worker.tasks:
         name = f"{log.run_id}-{log.task_id}"

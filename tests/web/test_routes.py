@@ -22,6 +22,7 @@ EXPECTED = {
     ("/api/runs/{run_id}/purge", "POST"),
     ("/api/runs/{run_id}/delete", "POST"),
     ("/api/calc_elo", "GET"),
+    ("/api/rate_limit", "GET"),
     ("/api/active_runs", "GET"),
     ("/api/finished_runs", "GET"),
     ("/api/actions", "POST"),

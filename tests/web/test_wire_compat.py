@@ -10,6 +10,7 @@ reference's type. Arbiter may add keys; it must never drop, rename or retype one
 import hashlib
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -343,6 +344,15 @@ def test_finished_runs_have_the_reference_shape(world: World) -> None:
     for run_id, view in listed.items():
         assert view["_id"] == run_id
         assert_shape(view, shapes.LISTED_RUN, f"finished_runs[{run_id}]")
+
+
+def test_rate_limit_has_the_reference_shape_and_says_no_call_was_made(world: World) -> None:
+    snapshot = get(world, "/api/rate_limit")
+    assert_shape(snapshot, shapes.RATE_LIMIT, "rate_limit")
+    assert snapshot["used"] == 0
+    assert snapshot["remaining"] == snapshot["limit"] > 10  # never "near the limit"
+    assert snapshot["reset"] > time.time()
+    assert "none" in snapshot["github_api_calls"]
 
 
 # ---------------------------------------------------------------- tasks

@@ -411,3 +411,15 @@ REQUEST_SPSA = Obj(
 DONE = Obj(_TIMED)
 
 ERROR = Obj({"error": STR, **_TIMED})
+
+# /api/rate_limit: the reference's snapshot of its GitHub API budget.
+RATE_LIMIT = Obj(
+    {
+        "limit": INT,
+        "remaining": INT,
+        "reset": INT,
+        "used": INT,
+        "resource": STR,
+        "_uninitialized": BOOL,
+    }
+)

@@ -16,8 +16,8 @@ longer is refused and should name an indexed field (time, action, username,
 run_id, worker).
 
 Refused with a message naming the culprit (a 400): an operator outside
-`$eq $ne $in $nin $gt $gte $lt $lte $exists $regex $options` and the
-top-level `$and $or`; operands of the wrong kind; a regular expression that
+`$eq $ne $in $nin $gt $gte $lt $lte $exists $regex $options $not` and the
+top-level `$and $or $nor`; operands of the wrong kind; a regular expression that
 `safe_regex` will not run; numbers beyond ±2^53, strings with NUL.
 
 Two keys from Arbiter's first version of the endpoint stay, at the top level
@@ -42,6 +42,7 @@ from arbiter.storage.action_search import (
     Check,
     Compare,
     Condition,
+    Not,
     OneOf,
     Operator,
     Scalar,
@@ -60,7 +61,7 @@ _HEX_ID = re.compile(r"[0-9a-f]{24}")
 Kind = Literal["id", "number", "integer", "text", "document"]
 IdText = Callable[[ActionRecord], str]
 COMPARISONS: dict[str, Operator] = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-FIELD_OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", "$exists", "$regex", "$options"})
+FIELD_OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", "$exists", "$regex", "$options", "$not"})
 FIELD_OPERATORS |= frozenset(COMPARISONS)
 
 
@@ -131,11 +132,13 @@ class _Parser:
         return parts[0] if len(parts) == 1 else AllOf(tuple(parts))
 
     def _term(self, key: str, value: object, depth: int) -> Condition:
-        if key in ("$and", "$or"):
+        if key in ("$and", "$or", "$nor"):
             if not isinstance(value, list) or not value:
                 raise BadRequest(f"{key}: expected a non-empty array of queries")
             parts = tuple(self.query(part, depth + 1) for part in value)
-            return AllOf(parts) if key == "$and" else AnyOf(parts)
+            if key == "$and":
+                return AllOf(parts)
+            return AnyOf(parts) if key == "$or" else Not(AnyOf(parts))
         if key.startswith("$"):
             raise BadRequest(f"unknown operator: {key}")
         field = FIELDS.get(key)
@@ -157,11 +160,20 @@ class _Parser:
             if name == "$regex":
                 options = operators.get("$options", "")
                 parts.append(self._regex(where, field, operand, options))
+            elif name == "$not":
+                parts.append(Not(self._negated(where, field, operand)))
             elif name in COMPARISONS:
                 parts.append(self._compare(where, field, COMPARISONS[name], operand))
             else:
                 parts.append(self._set_test(where, key, field, name, operand))
         return parts[0] if len(parts) == 1 else AllOf(tuple(parts))
+
+    def _negated(self, where: str, field: Field | None, operand: object) -> Condition:
+        """`$not`'s operand: operators on the same field, as MongoDB has it (it
+        takes no plain value); a field it cannot match is matched by `$not`."""
+        if not (isinstance(operand, dict) and operand and all(k.startswith("$") for k in operand)):
+            raise BadRequest(f"{where}: expected an object of operators")
+        return self._operators(where.rsplit(".", 1)[0], field, operand)
 
     def _set_test(
         self, where: str, key: str, field: Field | None, name: str, operand: object

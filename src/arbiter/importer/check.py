@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from arbiter.domain.runs.outcome import elo_counts, pentanomial_of, sprt_elo_of
+from arbiter.domain.runs.outcome import elo_counts, estimate_text, pentanomial_of, sprt_elo_of
 from arbiter.importer.dump import BadDocument, CollectionFile, DocumentStream
 from arbiter.importer.values import integer, mapping, number, object_id_text
 from arbiter.stats.elo import fixed_games_elo
@@ -269,6 +269,13 @@ def _compare_message(run_id: str, message: str, ours: Statistics, report: CheckR
     if elo is None or low is None or high is None or los is None:
         printed = "no estimate"
     else:
-        printed = f"Elo:{elo:.2f}[{low:.2f},{high:.2f}] LOS:{los:.0%}"
-    if found[0] != printed:
+        printed = estimate_text(elo, low, high, los)
+    if _zero_unsigned(found[0]) != _zero_unsigned(printed):
         report.differences.append(Difference(run_id, "finished_run message", found[0], printed))
+
+
+def _zero_unsigned(printed: str) -> str:
+    """Results even on both sides put an estimate at 0, give or take a trace of
+    rounding that falls on either side, differently here and in the reference
+    (whose root finder is SciPy's): "-0.00" and "0.00" are the same zero."""
+    return re.sub(r"(?<![\d.])-0\.00(?!\d)", "0.00", printed)

@@ -13,7 +13,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Connection, Select, and_, false, or_, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    false,
+    func,
+    not_,
+    or_,
+    select,
+    true,
+)
 
 from arbiter.storage.records import ActionRecord
 from arbiter.storage.schema import actions
@@ -60,7 +71,14 @@ class AnyOf:
     parts: tuple["Condition", ...]
 
 
-Condition = OneOf | Compare | Check | AllOf | AnyOf
+@dataclass(frozen=True, slots=True)
+class Not:
+    """Holds where `part` does not (a NULL that `part` never matches included)."""
+
+    part: "Condition"
+
+
+Condition = OneOf | Compare | Check | AllOf | AnyOf | Not
 ALWAYS = AllOf(())
 NEVER = AnyOf(())
 
@@ -103,9 +121,19 @@ def to_sql(condition: Condition, dialect: str) -> ColumnElement[bool]:
         return or_(false(), *(to_sql(part, dialect) for part in condition.parts))
     if isinstance(condition, Check):
         return true()
+    if isinstance(condition, Not):
+        return _not_sql(condition, dialect)
     if isinstance(condition, Compare):
         return _compare_sql(condition, dialect)
     return _one_of_sql(condition)
+
+
+def _not_sql(condition: Not, dialect: str) -> ColumnElement[bool]:
+    if has_checks(condition.part):
+        return true()  # the negation of a superset is no superset: Python decides
+    # A comparison with NULL is unknown, and so is its negation: taken as false
+    # first, so that the negation holds for a row the part cannot match.
+    return not_(func.coalesce(to_sql(condition.part, dialect), false()))
 
 
 def _compare_sql(condition: Compare, dialect: str) -> ColumnElement[bool]:
@@ -171,6 +199,8 @@ def matches(condition: Condition, record: ActionRecord) -> bool:
         return any(matches(part, record) for part in condition.parts)
     if isinstance(condition, Check):
         return condition.passes(record)
+    if isinstance(condition, Not):
+        return not matches(condition.part, record)
     value = column_value(record, condition.column)
     if isinstance(condition, Compare):
         return _compare(value, condition.operator, condition.value)
@@ -180,6 +210,8 @@ def matches(condition: Condition, record: ActionRecord) -> bool:
 def has_checks(condition: Condition) -> bool:
     if isinstance(condition, AllOf | AnyOf):
         return any(has_checks(part) for part in condition.parts)
+    if isinstance(condition, Not):
+        return has_checks(condition.part)
     return isinstance(condition, Check)
 
 

@@ -5,6 +5,9 @@ Each handler is an `async def` that runs on the event loop only to read and
 decode the body; the service call runs in the threadpool.
 """
 
+import time
+
+import msgspec
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -52,6 +55,28 @@ async def request_version(request: Request) -> Response:
     body = await read_body(request, VersionRequest)
     await authenticated_worker(request, body)
     return json_reply(request, {"version": WORKER_VERSION})
+
+
+# GitHub's hourly budget of API calls, as the reference's snapshot starts it.
+GITHUB_HOURLY_CALLS = 5000
+
+
+async def rate_limit(request: Request) -> Response:
+    """The reference's snapshot of the server's GitHub API budget. Arbiter reads
+    repositories with git and makes no GitHub API call, so the budget is whole:
+    nothing used, all of it remaining, renewed within the hour. Clients that
+    slow down near the limit (remaining <= 10) never need to."""
+    now = int(time.time())
+    snapshot = {
+        "limit": GITHUB_HOURLY_CALLS,
+        "remaining": GITHUB_HOURLY_CALLS,
+        "reset": now - now % 3600 + 3600,
+        "used": 0,
+        "resource": "core",
+        "_uninitialized": False,
+        "github_api_calls": "none: this server reads repositories with git",
+    }
+    return Response(msgspec.json.encode(snapshot), media_type="application/json")
 
 
 async def calc_elo_endpoint(request: Request) -> Response:

@@ -60,14 +60,14 @@ async def task_pgn(request: Request) -> Response:
 
 
 async def run_pgns(request: Request) -> Response:
-    """Every task's games of a run, as one .pgn.gz (concatenated gzip members), streamed."""
+    """Every task's games of a run, as one .pgn.gz (one gzip member), streamed."""
     name = str(request.path_params["name"])
     run_id = parse_run_pgns_name(name)
     archive = app_state(request).pgns
     task_ids = await run_in_threadpool(archive.run_task_ids, run_id)
     # A sync iterator: Starlette pulls each member in the threadpool.
-    members = archive.run_members(run_id, task_ids)
-    return StreamingResponse(members, media_type="application/gzip", headers=_attachment(name))
+    chunks = archive.run_archive(run_id, task_ids)
+    return StreamingResponse(chunks, media_type="application/gzip", headers=_attachment(name))
 
 
 # ---------------------------------------------------------------- uploads

@@ -66,6 +66,7 @@ def routes() -> list[BaseRoute]:
         Route("/api/worker/package", files_api.download_worker_package, methods=["GET"]),
         # Read-only API
         Route("/api/calc_elo", api.calc_elo_endpoint, methods=["GET"]),
+        Route("/api/rate_limit", api.rate_limit, methods=["GET"]),
         Route("/api/active_runs", runs_api.active_runs, methods=["GET"]),
         Route("/api/finished_runs", runs_api.finished_runs, methods=["GET"]),
         Route("/api/actions", runs_api.list_actions, methods=["POST"]),

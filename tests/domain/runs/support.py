@@ -103,6 +103,9 @@ def make_user(storage: Storage, name: str, *, approver: bool = False) -> User:
 
 
 def worker(username: str = "alice", key: str = "abcd", **overrides: Any) -> WorkerInfo:
+    """Arbiter's worker (`hosted_books`: it fetches any book and any repository,
+    as the tests' local repositories need); `hosted_books=False` is the official
+    worker's machine."""
     info = {
         "uname": "Linux 6.1",
         "architecture": ["64bit", "ELF"],
@@ -120,6 +123,7 @@ def worker(username: str = "alice", key: str = "abcd", **overrides: Any) -> Work
         "ARCH": "?",
         "nps": 800000.0,
         "near_github_api_limit": False,
+        "hosted_books": True,
         **overrides,
     }
     return msgspec.convert(info, type=WorkerInfo)

@@ -125,7 +125,7 @@ def test_the_official_worker_gets_only_what_it_can_download() -> None:
     """It fetches engines as GitHub zipballs and books from the catalogue;
     Arbiter's worker (`hosted_books`) fetches both from anywhere."""
     playable = evolve(BASE, args={"num_games": 100})
-    official, arbiter = worker(), worker(hosted_books=True)
+    official, arbiter = worker(hosted_books=False), worker()
     assert unsuitable(playable, needs(), official) is None
     assert unsuitable(playable, needs(github_repository=False), official) == REPOSITORY
     assert unsuitable(playable, needs(catalogue_book=False), official) == BOOK

@@ -1,9 +1,11 @@
-"""Task PGNs: validated on upload, stored as the worker's gzip member, served as-is.
+"""Task PGNs: validated on upload, stored as the worker's gzip, served as-is.
 
-Workers send `base64(gzip(pgn text))`. We check the whole member decompresses
+Workers send `base64(gzip(pgn text))`. We check that every member decompresses
 (bounded, so a gzip bomb costs nothing) and keep the compressed bytes: a task's
-download is those bytes with `Content-Encoding: gzip`, and a run's download is
-the members concatenated, which is itself a valid gzip file.
+download is those bytes with `Content-Encoding: gzip`. A run's download is
+one gzip member holding every task's games in task order, recompressed as it
+streams: concatenated members would be a valid gzip file too, but many
+readers stop after the first member, and so would show one task's games.
 """
 
 import base64
@@ -49,20 +51,32 @@ def decode_pgn_upload(text: str) -> bytes:
 
 def check_gzip(data: bytes) -> None:
     """Decompress every member, discarding the output, under a size cap."""
+    for _ in gzip_text(data):
+        pass
+
+
+def gzip_text(data: bytes) -> Iterator[bytes]:
+    """The text of every gzip member of `data`, a chunk of at most 1 MiB at a
+    time; BadRequest past MAX_PGN_TEXT_BYTES or on data that is not gzip."""
     remaining, total = data, 0
     while remaining:
         inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
         try:
             while remaining and not inflater.eof:
-                total += len(inflater.decompress(remaining, 1024 * 1024))
-                remaining = inflater.unconsumed_tail
+                chunk = inflater.decompress(remaining, 1024 * 1024)
+                total += len(chunk)
                 if total > MAX_PGN_TEXT_BYTES:
                     raise BadRequest(f"pgn is larger than {MAX_PGN_TEXT_BYTES} bytes")
+                yield chunk
+                remaining = inflater.unconsumed_tail
         except zlib.error:
             raise BadRequest("pgn is not valid gzip data") from None
         if not inflater.eof:
             raise BadRequest("pgn gzip data is truncated")
         remaining = inflater.unused_data
+
+
+ARCHIVE_LEVEL = 6  # zlib's default: archives are downloaded rarely, kept long
 
 
 def parse_task_pgn_name(name: str) -> tuple[str, int]:
@@ -107,17 +121,28 @@ class PgnArchive:
             raise NotFound(f"No PGNs for run {run_id}")
         return [info.task_id for info in stored]
 
-    def run_members(self, run_id: str, task_ids: list[int]) -> Iterator[bytes]:
-        """One task's gzip member at a time, so memory stays at one task's PGN.
+    def run_archive(self, run_id: str, task_ids: list[int]) -> Iterator[bytes]:
+        """Every task's games as one gzip member, compressed a chunk at a time,
+        so memory stays at one task's PGN. A task's text that does not end its
+        line gets one, so its last game and the next task's first stay apart.
 
-        A member deleted between listing and reading is skipped: the archive
+        A PGN deleted between listing and reading is skipped: the archive
         stays a valid gzip file either way.
         """
+        deflater = zlib.compressobj(ARCHIVE_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
         for task_id in task_ids:
             with self._storage.read() as tx:
                 data = tx.pgns.get(run_id, task_id)
-            if data is not None:
-                yield data
+            if data is None:
+                continue
+            last = b""
+            for text in gzip_text(data):
+                last = text or last
+                if packed := deflater.compress(text):
+                    yield packed
+            if last and not last.endswith(b"\n"):
+                yield deflater.compress(b"\n\n")
+        yield deflater.flush()
 
     def delete_run(self, run_id: str) -> int:
         with self._storage.write() as tx:

@@ -101,14 +101,18 @@ def finished_message(run: RunRecord) -> str:
         verdict, estimate = ("accepted" if run.is_green else "rejected"), _fixed_estimate(run)
     parts = [f"Result:{verdict}"]
     if estimate is not None:  # a statistic that fails must not stop the run finishing
-        elo, low, high, los = estimate
-        parts += [f"Elo:{elo:.2f}[{low:.2f},{high:.2f}]", f"LOS:{los:.0%}"]
+        parts.append(estimate_text(*estimate))
     pentanomial = ",".join(str(count) for count in run.pentanomial)
     parts += [f"Games:{2 * sum(run.pentanomial)}", f"Ptnml:[{pentanomial}]"]
     return " ".join(parts)
 
 
 Estimate = tuple[float, float, float, float]  # Elo, interval low and high, LOS
+
+
+def estimate_text(elo: float, low: float, high: float, los: float) -> str:
+    """`Elo:2.10[0.35,3.85] LOS:99%`, printed as the reference prints it."""
+    return f"Elo:{elo:.2f}[{low:.2f},{high:.2f}] LOS:{los:.0%}"
 
 
 def sprt_elo_of(run: RunRecord, sprt: dict[str, Any]) -> SprtElo | None:
