@@ -19,6 +19,7 @@ from arbiter.domain.run_args import DEFAULT_BOOK
 from arbiter.protocol import WORKER_VERSION
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
+from arbiter.storage.records import evolve
 from arbiter.web import files_api
 from arbiter.web.app import create_app
 from arbiter.web.settings import Settings
@@ -237,9 +238,24 @@ def test_a_new_run_gets_the_references_default_catalogue_book(
     assert reply["run"]["args"]["book_sri"] == UHO_SRI
 
 
+def official_worker_body() -> dict[str, Any]:
+    """A request_task of the official worker's machine (no `hosted_books`)."""
+    return worker_body(worker_info=msgspec.to_builtins(worker(hosted_books=False)))
+
+
+def as_if_on_github(client: TestClient, run_id: str) -> None:
+    """The live run as if submitted on GitHub (these machines reach none): the
+    official worker then lacks nothing but, maybe, the book."""
+    live = state(client).runs.context.registry.get(run_id)
+    assert live is not None
+    github = {**live.run.args, "tests_repo": "https://github.com/alice/Stockfish"}
+    live.run = evolve(live.run, args=github)
+
+
 def test_a_hosted_book_goes_to_arbiter_workers_only(client: TestClient, repo_url: str) -> None:
     run_id = submit_approved(client, repo_url, book=DEFAULT_BOOK)
-    official = client.post("/api/request_task", json=worker_body()).json()
+    as_if_on_github(client, run_id)
+    official = client.post("/api/request_task", json=official_worker_body()).json()
     assert "task_waiting" in official or "run" not in official, official
     why = client.get(f"/api/get_run/{run_id}").json()["why_no_workers"]
     assert any("catalogue" in reason for reason in why), why
@@ -405,10 +421,23 @@ def test_a_book_the_catalogue_gains_goes_to_the_official_worker_at_once(
 ) -> None:
     """The scheduler works out a run's needs once; a new catalogue must redo them."""
     run_id = submit_approved(client, repo_url, book=DEFAULT_BOOK)
-    assert "run" not in client.post("/api/request_task", json=worker_body()).json()
+    as_if_on_github(client, run_id)
+    assert "run" not in client.post("/api/request_task", json=official_worker_body()).json()
     library = state(client).books
     counts = {"total": 1, "white": 1, "black": 0, "min_depth": None, "max_depth": None}
     library.import_catalogue({DEFAULT_BOOK: {**counts, "sri": library.sri(DEFAULT_BOOK)}}, "op")
+    reply = client.post("/api/request_task", json=official_worker_body()).json()
+    assert reply["run"]["_id"] == run_id, reply
+
+
+def test_a_run_not_on_github_goes_to_arbiter_workers_only(
+    client: TestClient, repo_url: str
+) -> None:
+    run_id = submit_approved(client, repo_url)  # a local repository, a catalogue book
+    official = client.post("/api/request_task", json=official_worker_body()).json()
+    assert "run" not in official, official
+    why = client.get(f"/api/get_run/{run_id}").json()["why_no_workers"]
+    assert any("not on GitHub" in reason for reason in why), why
     reply = client.post("/api/request_task", json=worker_body()).json()
     assert reply["run"]["_id"] == run_id, reply
 
