@@ -392,8 +392,9 @@ REQUEST_TASK = Obj(
 
 NO_TASK = Obj({"task_waiting": BOOL, **_TIMED}, _NOTES)
 
-# update_task, beat; failed_task and request_spsa when the task is gone.
-TASK_ALIVE = Obj({"task_alive": BOOL, **_TIMED}, _NOTES)
+# update_task, beat; failed_task and request_spsa when the task is gone. An
+# update of an SPRT run adds the run's LLR (the reference sends no such key).
+TASK_ALIVE = Obj({"task_alive": BOOL, **_TIMED}, {**_NOTES, "llr": NUMBER})
 
 REQUEST_SPSA = Obj(
     {

@@ -10,6 +10,7 @@ from arbiter.worker.client import (
     TEMPORARY_PATIENCE,
     UPDATE_ATTEMPTS,
     NotFoundError,
+    Reported,
     ServerError,
     TemporaryRefusalError,
     TransportError,
@@ -61,7 +62,7 @@ def test_update_task_retries_transport_failures() -> None:
         return next(failures, {"task_alive": True})
 
     client = FakeServer(handler).client(wait=waits.append)
-    assert client.update_task(RUN_ID, 0, STATS) is True
+    assert client.update_task(RUN_ID, 0, STATS).alive is True
     assert waits == [15.0, 15.0]
 
 
@@ -77,7 +78,7 @@ def test_update_task_error_and_dead_task() -> None:
     with pytest.raises(ServerError, match="incompatible stats"):
         server.client().update_task(RUN_ID, 0, STATS)
     finished = FakeServer(lambda _p, _b: {"task_alive": False})
-    assert finished.client().update_task(RUN_ID, 0, STATS) is False
+    assert finished.client().update_task(RUN_ID, 0, STATS).alive is False
 
 
 def test_replies_that_are_not_json_objects() -> None:
@@ -131,7 +132,7 @@ def test_an_update_waits_out_refusals_for_now_without_using_its_attempts() -> No
     replies = iter([temporary()] * (UPDATE_ATTEMPTS + 2))
     waits: list[float] = []
     server = FakeServer(lambda _p, _b: next(replies, {"task_alive": True}))
-    assert server.client(wait=waits.append).update_task(RUN_ID, 0, STATS) is True
+    assert server.client(wait=waits.append).update_task(RUN_ID, 0, STATS).alive is True
     assert len(server.calls) == UPDATE_ATTEMPTS + 3
     assert all(5.0 <= wait <= 7.5 for wait in waits)  # Retry-After, and up to half more
 
@@ -165,3 +166,15 @@ def test_every_task_report_and_closing_outlasts_a_refusal_for_now() -> None:
         else:
             getattr(client, call)(RUN_ID, 0, "why")
         assert len(server.calls) == 3, call
+
+
+def test_an_update_brings_the_runs_llr_when_the_server_says_it() -> None:
+    for reply, llr in (
+        ({"task_alive": True, "llr": 1.25}, 1.25),
+        ({"task_alive": True, "llr": 2}, 2.0),
+        ({"task_alive": True}, None),  # no SPRT, or the reference's server
+        ({"task_alive": True, "llr": "high"}, None),
+        ({"task_alive": True, "llr": True}, None),
+    ):
+        server = FakeServer(lambda _p, _b, r=reply: r)  # type: ignore[misc]
+        assert server.client().update_task(RUN_ID, 0, STATS) == Reported(True, llr)

@@ -160,6 +160,21 @@ def test_sprt_reports_only_whole_batches(tmp_path: Path) -> None:
     assert pairs == [8, 12]  # every two batches, then the last whole batch
 
 
+def test_the_status_line_shows_the_runs_llr_after_each_report(tmp_path: Path) -> None:
+    """The task comes with the LLR of its start; each report brings the run's
+    LLR now, and the status line follows it."""
+    llrs = iter([0.75, 1.5])
+    server = FakeServer(lambda _p, _b: {"task_alive": True, "llr": next(llrs)})
+    ctx = context(tmp_path, server)
+    sprt = {"batch_size": 4, "llr": 0.0, "lower_bound": -2.94, "upper_bound": 2.94}
+    progress = _Progress(assignment(num_games=32, sprt=sprt))
+    _play_games(ctx, progress, ScriptedMatch([WIN_WIN] * 16), BOOK)
+    shown = ctx.status.stream.getvalue()  # type: ignore[attr-defined]
+    assert "LLR 0.75 [-2.94, 2.94]" in shown
+    assert "LLR 1.50 [-2.94, 2.94]" in shown
+    assert progress.sprt_llr == (1.5, -2.94, 2.94)
+
+
 def test_the_server_can_end_the_task(tmp_path: Path) -> None:
     server = reporting_server(alive=False)
     ctx = context(tmp_path, server)

@@ -20,6 +20,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2 as httpx
@@ -53,6 +54,15 @@ TEMPORARY_STATUSES = frozenset({429, 503})
 # for now: longer than a restart or an overload episode lasts
 TEMPORARY_PATIENCE = 900.0
 RETRY_AFTER_BOUNDS = (1.0, 120.0)  # s: a Retry-After outside them is brought inside
+
+
+@dataclass(frozen=True, slots=True)
+class Reported:
+    """update_task's answer: whether the task goes on, and the run's SPRT LLR
+    after the report (None: no SPRT, or a server that does not say)."""
+
+    alive: bool
+    llr: float | None = None
 
 
 class TransportError(WorkerError):
@@ -222,8 +232,8 @@ class ApiClient:
 
     def update_task(
         self, run_id: str, task_id: int, stats: Stats, spsa: SpsaResult | None = None
-    ) -> bool:
-        """Report cumulative stats; whether the task is still alive.
+    ) -> Reported:
+        """Report cumulative stats; whether the task is still alive, and the LLR.
 
         Transport failures are retried (5 tries, 15 s apart), temporary
         refusals after their Retry-After (`post_patiently`); an `error` in the
@@ -241,7 +251,7 @@ class ApiClient:
                 self._wait(UPDATE_RETRY_DELAY)
         if "error" in data:
             raise ServerError(_message(data["error"]))
-        return data.get("task_alive") is True
+        return Reported(data.get("task_alive") is True, _finite_number(data.get("llr")))
 
     def beat(self, run_id: str, task_id: int) -> bool:
         """Renew the task's lease; False when the task is gone or refused."""
@@ -274,6 +284,12 @@ class ApiClient:
     ) -> dict[str, Any]:
         body = WorkerLogRequest(self._password, self.worker_info, message, run_id, task_id)
         return self.post("/api/worker_log", body)
+
+
+def _finite_number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def _message(error: object) -> str:

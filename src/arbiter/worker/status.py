@@ -85,7 +85,7 @@ def task_status(
 
 
 def llr_text(sprt_llr: tuple[float, float, float]) -> str:
-    """The run's LLR when the task was given, with its bounds."""
+    """The run's LLR (as of the last report, or when the task was given), with its bounds."""
     llr, lower, upper = sprt_llr
     return f"LLR {llr:.2f} [{lower:.2f}, {upper:.2f}]"
 

@@ -93,6 +93,12 @@ class _Progress:
     outcomes: list[PairOutcome] = field(default_factory=list)
     nps: float = 0.0
     faults: int = 0  # crashes, stalls and time losses so far
+    # The run's SPRT (LLR, lower, upper bound): as given with the task, then
+    # as the server says after each report.
+    sprt_llr: tuple[float, float, float] | None = None
+
+    def __post_init__(self) -> None:
+        self.sprt_llr = self.assignment.sprt_llr
 
 
 def run_task(ctx: TaskContext, assignment: Assignment) -> None:
@@ -453,10 +459,12 @@ def _report(
     if stats.games == p.reported.games and spsa is None:
         return True
     a = p.assignment
-    alive = ctx.client.update_task(a.run_id, a.task_id, stats.on_top_of(a.stats), spsa)
+    reported = ctx.client.update_task(a.run_id, a.task_id, stats.on_top_of(a.stats), spsa)
     p.reported = stats.copy()
+    if reported.llr is not None and a.sprt_llr is not None:
+        p.sprt_llr = (reported.llr, a.sprt_llr[1], a.sprt_llr[2])
     _show(ctx, p, milestone=True)
-    return alive
+    return reported.alive
 
 
 def _show(ctx: TaskContext, p: _Progress, *, milestone: bool = False) -> None:
@@ -470,7 +478,7 @@ def _show(ctx: TaskContext, p: _Progress, *, milestone: bool = False) -> None:
         total=a.num_games,
         stats=stats,
         nps=p.nps,
-        sprt_llr=a.sprt_llr,
+        sprt_llr=p.sprt_llr,
     )
     ctx.status.show(text, milestone=milestone)
     if ctx.state is not None:
@@ -485,7 +493,7 @@ def _show(ctx: TaskContext, p: _Progress, *, milestone: bool = False) -> None:
                 losses=stats.losses,
                 draws=stats.draws,
                 nps=p.nps,
-                sprt_llr=a.sprt_llr,
+                sprt_llr=p.sprt_llr,
             )
         )
 

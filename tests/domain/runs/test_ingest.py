@@ -741,7 +741,8 @@ def test_a_normalized_sprt_is_computed_on_the_pentanomial(
     before = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
     task_id = take_task(runs, alice, worker())["task_id"]
     stats = pairs(ld=1, dd=2, wd=3, ww=4)
-    runs.ingest.update_task(worker(), run_id, task_id, stats)
+    reply = runs.ingest.update_task(worker(), run_id, task_id, stats)
     after = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    assert reply == {"task_alive": True, "llr": after["llr"]}  # the worker shows it
     assert after["llr"] == pytest.approx(update_sprt(before, list(stats.pentanomial))["llr"])
     assert after["llr"] != pytest.approx(update_sprt(before, [1, 8, 11])["llr"])

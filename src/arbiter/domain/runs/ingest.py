@@ -154,7 +154,12 @@ class ResultIngest:
             return {"task_alive": False, "error": f"{state.run.id}/{task_id}: {problem}"}
         self._ingest(state, change, task, update)
         alive = change.current(task).active and not change.run.finished
-        return {"task_alive": alive}
+        sprt = change.run.args.get("sprt")
+        if sprt is None:
+            return {"task_alive": alive}
+        # An added key (the reference sends none): the run's LLR now, which
+        # Arbiter's worker shows; the official worker reads only task_alive.
+        return {"task_alive": alive, "llr": sprt["llr"]}
 
     def _ingest(
         self, state: RunState, change: Change, task: TaskRecord, update: ResultUpdate
