@@ -11,13 +11,23 @@ full batch (`2 * sprt.batch_size` games for SPRT; `concurrency * 4` otherwise)
 and at the end, `task_alive` obeyed, the task's PGN uploaded gzipped and
 base64-encoded, `failed_task` on a bad book, and the fleet exit when there is
 no work.
+
+Replies are taken as the official worker's `send_api_post_request` and its
+callers take them (tests/web/official_replies.py): a reply that is not a JSON
+object, or no reply, is a network problem (`NetworkProblemError`), which
+request_version and request_task wait out and update_task retries 5 times
+(`retry_wait` apart instead of 15 s); a JSON object with `error` is final:
+request_version's ends the worker, update_task's drops the task, and each is
+kept in `final`.
 """
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import io
 import random
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +50,16 @@ class TaskLog:
     run_id: str
     task_id: int
     games: int = 0
+    acknowledged: int = 0  # games the server said it saved
     pgn: str = ""  # the PGN text uploaded
     alive_at_end: bool = True
+
+
+UPDATE_TRIES = 5  # the official worker's update_task attempts
+
+
+class NetworkProblemError(Exception):
+    """What the official worker's WorkerException from send_api_post_request means."""
 
 
 @dataclass
@@ -55,6 +73,11 @@ class OfficialLikeWorker:
     seed: int = 1
     tasks: list[TaskLog] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    final: list[str] = field(default_factory=list)  # final refusals met (goal: none)
+    network_problems: int = 0
+    retry_wait: float = 0.2  # s; the official worker waits 15 s, doubling
+    batch_pause: float = 0.0  # s between batches: a slower machine
+    patience: float = 120.0  # s of network problems before run_fleet gives up
 
     def worker_info(self) -> dict[str, Any]:
         return {
@@ -76,34 +99,78 @@ class OfficialLikeWorker:
             "worker_arch": "x86-64-bmi2",
         }
 
-    def post(self, path: str, **fields: Any) -> dict[str, Any]:
-        body = {"password": self.password, "worker_info": self.worker_info(), **fields}
-        reply = httpx.post(f"{self.server}{path}", json=body, timeout=30)
-        data: dict[str, Any] = reply.json()
+    def send(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """send_api_post_request: the reply object, or NetworkProblemError."""
+        try:
+            reply = httpx.post(f"{self.server}{path}", json=body, timeout=30)
+            data = reply.json()
+        except (httpx.HTTPError, ValueError) as error:
+            self.network_problems += 1
+            raise NetworkProblemError(f"{path}: {error}") from None
+        if not isinstance(data, dict):
+            self.network_problems += 1
+            raise NetworkProblemError(f"{path}: HTTP {reply.status_code}, {data!r}")
         assert "duration" in data, (path, data)
         return data
 
+    def post(self, path: str, **fields: Any) -> dict[str, Any]:
+        body = {"password": self.password, "worker_info": self.worker_info(), **fields}
+        return self.send(path, body)
+
+    def patiently(self, path: str) -> dict[str, Any]:
+        """A call of the main loop: network problems waited out, as the loop
+        does (`retry_wait` apart), for up to `patience` seconds. request_version
+        names only the user, as the official worker's does."""
+        if path == "/api/request_version":
+            body = {"password": self.password, "worker_info": {"username": self.username}}
+        else:
+            body = {"password": self.password, "worker_info": self.worker_info()}
+        deadline = time.monotonic() + self.patience
+        while True:
+            try:
+                return self.send(path, body)
+            except NetworkProblemError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(self.retry_wait)
+
     def run_fleet(self, max_tasks: int = 200) -> int:
         """Take tasks until the server has none (the fleet exit); the number played."""
-        version = httpx.post(
-            f"{self.server}/api/request_version",
-            json={"password": self.password, "worker_info": {"username": self.username}},
-            timeout=30,
-        ).json()
-        assert version["version"] == PROTOCOL, version
         for played in range(max_tasks):
-            reply = self.post("/api/request_task")
+            version = self.patiently("/api/request_version")
+            if "error" in version:
+                self.final.append(f"request_version: {version['error']}")
+                return played  # "Invalid or missing credentials": the worker exits
+            assert version["version"] == PROTOCOL, version
+            reply = self.patiently("/api/request_task")
             if "error" in reply or "task_waiting" in reply:
                 return played
             if not self.play(reply["run"], reply["task_id"]):
                 return played
         raise AssertionError(f"more than {max_tasks} tasks")
 
+    def update(self, run_id: str, task_id: int, stats: dict[str, Any]) -> dict[str, Any] | None:
+        """update_task as the official worker sends it: the reply, or None when
+        the task is dropped (a final reply, or the tries used up)."""
+        for _ in range(UPDATE_TRIES):
+            try:
+                reply = self.post("/api/update_task", run_id=run_id, task_id=task_id, stats=stats)
+            except NetworkProblemError:
+                time.sleep(self.retry_wait)
+                continue
+            if "error" in reply:
+                self.final.append(f"update_task: {reply['error']}")
+                return None
+            return reply
+        self.final.append("update_task: too many failed update attempts")
+        return None
+
     def play(self, run: dict[str, Any], task_id: int) -> bool:
         args = run["args"]
         book = self.fetch_book(args["book"], args.get("book_sri"))
         if book is None:
-            self.post("/api/failed_task", run_id=run["_id"], task_id=task_id, message="book sri")
+            with contextlib.suppress(NetworkProblemError):  # printed, nothing more
+                self.post("/api/failed_task", run_id=run["_id"], task_id=task_id, message="sri")
             return False
         log = TaskLog(run["_id"], task_id)
         self.tasks.append(log)
@@ -124,13 +191,11 @@ class OfficialLikeWorker:
                 pairs[outcome] += 1
                 games += pair_pgn(run, len(games), openings[len(games) % len(openings)], outcome)
             log.games += step
-            reply = self.post(
-                "/api/update_task",
-                run_id=run["_id"],
-                task_id=task_id,
-                stats=stats_of(pairs),
-            )
-            assert "error" not in reply, reply
+            time.sleep(self.batch_pause)
+            reply = self.update(run["_id"], task_id, stats_of(pairs))
+            if reply is None:
+                return False  # the task and the batch's games are lost
+            log.acknowledged = log.games
             if not reply["task_alive"]:
                 log.alive_at_end = False
                 break
@@ -158,7 +223,11 @@ class OfficialLikeWorker:
         with gzip.GzipFile(filename=f"{run_id}-{task_id}.pgn.gz", mode="wb", fileobj=buffer) as gz:
             gz.write(pgn.encode())
         encoded = base64.b64encode(buffer.getvalue()).decode()
-        reply = self.post("/api/upload_pgn", run_id=run_id, task_id=task_id, pgn=encoded)
+        try:
+            reply = self.post("/api/upload_pgn", run_id=run_id, task_id=task_id, pgn=encoded)
+        except NetworkProblemError as problem:
+            self.failed.append(f"upload_pgn: {problem}")  # the task's PGN is lost
+            return
         assert "error" not in reply, reply
 
 

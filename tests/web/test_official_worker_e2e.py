@@ -2,7 +2,8 @@
 and an SPRT run on a catalogue book against a real `arbiter serve`, on both
 storage backends; runs on a book only Arbiter hosts, or on a repository that
 is not on GitHub (the official worker downloads engines only as GitHub
-zipballs), are kept from it, and the run page says why.
+zipballs), are kept from it, and the run page says why. A restart of the
+server in the middle of a run ends no worker and loses no acknowledged game.
 
 These machines cannot reach GitHub, so the runs are submitted on a local
 repository and moved to a GitHub address while the server is stopped, as a
@@ -21,8 +22,9 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -188,6 +190,7 @@ def check_the_fleets_work(
 ) -> None:
 
     assert worker.failed == []
+    assert worker.final == []
     assert played == len(worker.tasks) > 2
     assert {log.run_id for log in worker.tasks} == {fixed, sprt}  # never the hosted-book run
     assert get_run(live, fixed)["finished"]
@@ -222,3 +225,45 @@ def check_the_fleets_work(
             if text[:2] == b"\x1f\x8b":
                 text = gzip.GzipFile(fileobj=io.BytesIO(text)).read()
             assert text.decode() == log.pgn
+
+
+def test_a_restart_mid_run_ends_no_worker_and_loses_no_acknowledged_game(
+    server: tuple[Server, dict[str, str]],
+    books_repository: tuple[str, Path],
+    repo_url: str,
+    tmp_path: Path,
+    database_url: str,
+) -> None:
+    first, tokens = server
+    run_id = submit(first, tokens, repo_url, book=BOOK, num_games=640, tc="10+0.1")
+    data_dir = tmp_path / "server"
+    live = restart_on_github(first, data_dir, database_url, [run_id])
+    worker = OfficialLikeWorker(
+        live.url, "alice", PASSWORD, books_repository[0], tmp_path / "worker-books"
+    )
+    worker.books_dir.mkdir()
+    worker.batch_pause = 0.02  # a few seconds of games, so the restart lands mid-run
+    worker.retry_wait = 2.0  # the official 15 s, scaled: 5 update tries outlast a restart
+    fleet = threading.Thread(target=worker.run_fleet, daemon=True)
+    fleet.start()
+    try:
+        wait_for(lambda: sum(log.acknowledged for log in worker.tasks) >= 40, "games")
+        stop(live)  # SIGTERM, as a deploy restarts it
+        live = start_server(data_dir, database_url, port=int(live.url.rsplit(":", 1)[1]))
+        fleet.join(timeout=120)
+        assert not fleet.is_alive()
+        assert worker.final == []  # no reply the official worker takes as final
+        assert worker.network_problems > 0  # it met the restart, and waited
+        run = get_run(live, run_id)
+        assert run["finished"]
+        counted = sum(run["results"][key] for key in ("wins", "losses", "draws"))
+        assert counted == sum(log.acknowledged for log in worker.tasks) == 640
+    finally:
+        stop(live)
+
+
+def wait_for(done: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
+        time.sleep(0.05)
