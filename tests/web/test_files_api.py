@@ -438,6 +438,8 @@ def test_a_run_not_on_github_goes_to_arbiter_workers_only(
     assert "run" not in official, official
     why = client.get(f"/api/get_run/{run_id}").json()["why_no_workers"]
     assert any("not on GitHub" in reason for reason in why), why
+    page = client.get(f"/tests/view/{run_id}")
+    assert "not on GitHub, the only host the official worker downloads from" in page.text
     reply = client.post("/api/request_task", json=worker_body()).json()
     assert reply["run"]["_id"] == run_id, reply
 
