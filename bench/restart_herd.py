@@ -67,6 +67,7 @@ class Herd:
     """What one reconnecting fleet saw."""
 
     served_at: list[float] = field(default_factory=list)  # s after the restart
+    waits: list[float] = field(default_factory=list)  # s from a worker's first call to served
     latencies: list[float] = field(default_factory=list)  # ms, served calls
     final: Counter[str] = field(default_factory=Counter)  # by endpoint
     temporary: Counter[int] = field(default_factory=Counter)  # by status
@@ -138,6 +139,7 @@ async def call(pool: Pool, path: str, body: bytes, herd: Herd) -> Outcome:
 
 async def reconnect(pool: Pool, index: int, args: argparse.Namespace, herd: Herd) -> None:
     await asyncio.sleep(random.uniform(0, args.window))
+    first_call = time.monotonic()
     body = json.dumps(worker_body(index, args.accounts)).encode()
     wait = RETRY_START
     for path in ("/api/request_version", "/api/request_task"):
@@ -147,6 +149,7 @@ async def reconnect(pool: Pool, index: int, args: argparse.Namespace, herd: Herd
             await asyncio.sleep(wait * random.uniform(1.0, 1.1))
             wait = min(wait * 2, RETRY_MAX)
     herd.served_at.append(time.monotonic() - herd.started)
+    herd.waits.append(time.monotonic() - first_call)
 
 
 async def run_herd(server: Server, args: argparse.Namespace) -> Herd:
@@ -198,8 +201,11 @@ def report(name: str, herd: Herd, args: argparse.Namespace) -> list[str]:
     last = max(herd.served_at, default=float("nan"))
     p50 = statistics.median(herd.latencies) if herd.latencies else float("nan")
     p95 = statistics.quantiles(herd.latencies, n=20)[18] if len(herd.latencies) > 20 else p50
+    waits = sorted(herd.waits) or [float("nan")]
+    wait_p99 = waits[min(len(waits) - 1, int(len(waits) * 0.99))]
     return [
-        f"| {name} | {served:,} of {args.workers:,} | {last:.1f} s | {sum(herd.final.values())}"
+        f"| {name} | {served:,} of {args.workers:,} | {last:.1f} s"
+        f" | {wait_p99:.2f} / {waits[-1]:.2f} s | {sum(herd.final.values())}"
         f" | {sum(herd.temporary.values())} | {sum(herd.transport.values())}"
         f" | {herd.cpu:.1f} s | {p50:.1f} / {p95:.1f} ms | {herd.restart:.1f} s |"
     ]
@@ -238,9 +244,10 @@ async def herd(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         f"{args.workers:,} official-protocol workers on {args.accounts:,} accounts reconnect within"
         f" {args.window:g} s of a restart ({backend}, production argon2 costs):",
         "",
-        "| restart | served | all served after | final refusals | temporary refusals"
-        " | transport failures | server CPU | p50 / p95 served call | restart took |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| restart | served | all served after | a worker's wait p99 / max | final refusals"
+        " | temporary refusals | transport failures | server CPU | p50 / p95 served call"
+        " | restart took |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
     ]
     return lines, failed
@@ -251,7 +258,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=10_000)
     parser.add_argument("--accounts", type=int, default=400)
     parser.add_argument("--window", type=float, default=60.0, help="s the reconnects spread over")
-    parser.add_argument("--database-url", default="", help="PostgreSQL; empty: SQLite")
+    parser.add_argument(
+        "--database-url", default="", help="an empty PostgreSQL database; empty: SQLite"
+    )
     parser.add_argument(
         "--proofs-only", action="store_true", help="skip the restart without the key"
     )
