@@ -1,5 +1,6 @@
 """Opening the process's state at start-up. Runs in the threadpool (blocking I/O)."""
 
+import contextlib
 import logging
 import os
 import secrets
@@ -180,21 +181,29 @@ def load_worker_proofs(settings: Settings) -> WorkerProofs:
     name = "ARBITER_WORKER_PROOF_KEY_FILE"
     try:
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w", encoding="ascii") as made:
-                made.write(secrets.token_hex(32) + "\n")
+            _make_key_file(path)
         key = bytes.fromhex(path.read_text(encoding="ascii").strip())
-    except FileExistsError:  # another process made it meanwhile
-        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+        return WorkerProofs(key)
     except OSError as error:
         raise SettingsError(f"{name}: cannot read or create {path}: {error.strerror}") from None
     except ValueError:
-        raise SettingsError(f"{name}: {path} does not hold a key in hex") from None
+        raise SettingsError(f"{name}: {path} does not hold a key of 32 bytes in hex") from None
+
+
+def _make_key_file(path: Path) -> None:
+    """A new random key at `path`, whole or not at all: written beside it, then
+    linked into place, which fails if another process made it meanwhile (its
+    key is then the one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        return WorkerProofs(key)
-    except ValueError as error:
-        raise SettingsError(f"{name}: {path}: {error}") from None
+        with os.fdopen(descriptor, "w", encoding="ascii") as made:
+            made.write(secrets.token_hex(32) + "\n")
+        with contextlib.suppress(FileExistsError):
+            os.link(draft, path)
+    finally:
+        draft.unlink(missing_ok=True)
 
 
 def configured_bucket(settings: Settings) -> Bucket | None:
