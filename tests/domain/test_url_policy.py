@@ -20,6 +20,9 @@ from arbiter.domain.url_policy import address_allowed, check_url, refusal
         "fc00::5",
         "::ffff:10.0.0.1",
         "100.64.0.1",
+        "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+        "2001:0:4136:e378:8000:63bf:f5ff:fffe",  # Teredo, client 10.0.0.1
     ],
 )
 def test_private_loopback_and_link_local_addresses_are_refused(address: str) -> None:
@@ -39,7 +42,9 @@ def test_unusable_addresses_are_refused_even_when_private_ones_are_allowed(addre
     assert not address_allowed(address, allow_private=True)
 
 
-@pytest.mark.parametrize("address", ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"])
+@pytest.mark.parametrize(
+    "address", ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "2002:5db8:d70e::1"]
+)
 def test_public_addresses_are_allowed(address: str) -> None:
     assert address_allowed(address, allow_private=False)
 

@@ -1,6 +1,7 @@
 """The repository URL policy on plain values: names resolve through a table,
 never through the network, and nothing connects anywhere."""
 
+import ipaddress
 from collections.abc import Sequence
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from arbiter.protocol.repo_policy import (
     RepoPolicy,
     RepoRefused,
+    embedded_ipv4,
     is_github_repository,
     parse_allow,
     split_url,
@@ -24,6 +26,10 @@ ADDRESSES = {
     "v6local.example": ["fe80::1"],
     "v6ula.example": ["fd00::5"],
     "mapped.example": ["::ffff:127.0.0.1"],
+    "sixtofour.example": ["2002:7f00:1::1"],  # 6to4 of 127.0.0.1
+    "nat64.example": ["64:ff9b::a00:5"],  # NAT64 of 10.0.0.5
+    "teredo.example": ["2001:0:4136:e378:8000:63bf:f5ff:fffe"],  # Teredo client 10.0.0.1
+    "public6to4.example": ["2002:8c52:7003::1"],  # 6to4 of 140.82.112.3
     "zero.example": ["0.0.0.0"],  # noqa: S104 - a value, never bound
     "multi.example": ["140.82.112.3", "10.0.0.8"],  # one bad answer spoils the name
     "git.corp": ["10.20.0.5"],
@@ -62,6 +68,10 @@ def test_public_ipv6_is_pinned_in_brackets() -> None:
         ("https://127.0.0.1/e", "loopback"),
         ("https://[::1]/e", "loopback"),
         ("https://mapped.example/e", "loopback"),
+        ("https://sixtofour.example/e", "loopback"),
+        ("https://[2002:7f00:1::1]/e", "loopback"),
+        ("https://nat64.example/e", "private"),
+        ("https://teredo.example/e", "private"),
         ("https://lan.example/e", "private"),
         ("https://ten.example/e", "private"),
         ("https://v6ula.example/e", "private"),
@@ -160,3 +170,22 @@ def test_split_url() -> None:
 )
 def test_only_github_repositories_are_the_official_workers(url: str, github: bool) -> None:
     assert is_github_repository(url) is github
+
+
+def test_an_address_that_embeds_a_public_ipv4_is_public() -> None:
+    assert check("https://public6to4.example/e") == ("2002:8c52:7003::1",)
+
+
+@pytest.mark.parametrize(
+    ("address", "inner"),
+    [
+        ("::ffff:127.0.0.1", ["127.0.0.1"]),
+        ("2002:7f00:1::1", ["127.0.0.1"]),
+        ("64:ff9b::a00:5", ["10.0.0.5"]),
+        ("64:ff9b:1::c0a8:101", ["192.168.1.1"]),
+        ("2001:0:4136:e378:8000:63bf:f5ff:fffe", ["65.54.227.120", "10.0.0.1"]),
+        ("2606:50c0:8000::153", []),
+    ],
+)
+def test_embedded_ipv4_addresses_are_found(address: str, inner: list[str]) -> None:
+    assert [str(ip) for ip in embedded_ipv4(ipaddress.ip_address(address))] == inner

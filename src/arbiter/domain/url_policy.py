@@ -10,7 +10,7 @@ import socket
 from urllib.parse import urlsplit
 
 from arbiter.domain.errors import ValidationError
-from arbiter.protocol.repo_policy import is_public
+from arbiter.protocol.repo_policy import embedded_ipv4, is_public
 
 MAX_URL_CHARS = 500
 
@@ -25,10 +25,14 @@ def address_allowed(address: str, *, allow_private: bool) -> bool:
         return False
     if is_public(ip):
         return True
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    local = ip.is_loopback or (not ip.is_reserved and (ip.is_private or ip.is_link_local))
-    return allow_private and local and not (ip.is_multicast or ip.is_unspecified)
+    reached = embedded_ipv4(ip) or (ip,)
+    return allow_private and all(_local(inner) for inner in reached)
+
+
+def _local(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if ip.is_multicast or ip.is_unspecified:
+        return False
+    return ip.is_loopback or (not ip.is_reserved and (ip.is_private or ip.is_link_local))
 
 
 def check_url(url: str) -> tuple[str, int]:

@@ -3,8 +3,9 @@
 A run names a repository URL that the server reads and every worker fetches,
 so a URL is a way to make those machines connect somewhere. The policy admits
 https (and ssh when the operator enables it) to public addresses only. Loopback,
-link-local, private and other non-public ranges, plain http, git:// and
-file:// are refused unless the allow list (`ARBITER_GIT_ALLOW` on the server,
+link-local, private and other non-public ranges (an IPv6 address that carries
+an IPv4 one, IPv4-mapped, 6to4, Teredo or NAT64, is judged by what it
+carries), plain http, git:// and file:// are refused unless the allow list (`ARBITER_GIT_ALLOW` on the server,
 `ARBITER_WORKER_GIT_ALLOW` on a worker) names the host, a CIDR range holding
 every address it resolves to, or `file`.
 
@@ -166,10 +167,37 @@ def split_url(url: str) -> tuple[str, str, int]:
     return scheme, _host(host), port or DEFAULT_PORTS[scheme]
 
 
+# NAT64 prefixes (RFC 6052, RFC 8215): the last 32 bits are the IPv4 reached.
+_NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+
+
+def embedded_ipv4(address: Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses an IPv6 address leads to, which is what it must be
+    judged by: IPv4-mapped, 6to4, Teredo (its server and its client) and
+    NAT64 addresses; none for any other address."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return ()
+    if address.ipv4_mapped is not None:
+        return (address.ipv4_mapped,)
+    if address.sixtofour is not None:
+        return (address.sixtofour,)
+    if address.teredo is not None:
+        return address.teredo
+    if any(address in network for network in _NAT64):
+        return (ipaddress.IPv4Address(int(address) & 0xFFFFFFFF),)
+    return ()
+
+
 def is_public(address: Address) -> bool:
-    """A globally routable unicast address (IPv4-mapped IPv6 judged as IPv4)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """A globally routable unicast address; one that embeds IPv4 addresses
+    (`embedded_ipv4`) only when every one of them is."""
+    embedded = embedded_ipv4(address)
+    if embedded:
+        return all(_public_unicast(inner) for inner in embedded)
+    return _public_unicast(address)
+
+
+def _public_unicast(address: Address) -> bool:
     if address.is_multicast or address.is_unspecified or address.is_reserved:
         return False
     return address.is_global
@@ -206,8 +234,9 @@ def _bracketed(address: str) -> str:
 
 
 def _kind(address: Address) -> str:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    embedded = [inner for inner in embedded_ipv4(address) if not _public_unicast(inner)]
+    if embedded:
+        address = embedded[0]
     if address.is_loopback:
         return "loopback"
     if address.is_link_local:
