@@ -143,17 +143,35 @@ def test_an_account_waits_after_its_free_failures_then_may_try_again(
     fail_login(guarded, "alice", 3)  # two free, the third starts a 1 s wait
     verified = hasher.verifies
     with pytest.raises(TooManyAttempts) as refused:
-        guarded.authenticate("alice", PASSWORD, address=THERE)  # even the right one
+        guarded.authenticate("alice", PASSWORD, address=HERE)  # even the right one
     assert refused.value.retry_after == 1.0
     assert str(refused.value) == "Too many failed attempts. Try again in 1 s."
     assert hasher.verifies == verified  # refused before argon2
     clock.advance(1.0)
     fail_login(guarded, "ALICE", 1)  # the wait doubles
     with pytest.raises(TooManyAttempts) as refused:
-        guarded.authenticate("alice", PASSWORD)
+        guarded.authenticate("alice", PASSWORD, address=HERE)
     assert refused.value.retry_after == 2.0
+    assert guarded.authenticate("alice", PASSWORD, address=THERE) == alice  # the owner
     clock.advance(2.0)
-    assert guarded.authenticate("alice", PASSWORD, address=THERE) == alice
+    assert guarded.authenticate("alice", PASSWORD, address=HERE) == alice
+
+
+def test_an_owner_gets_in_every_time_while_someone_guesses_each_second(
+    guarded: Accounts, clock: Clock, alice: User
+) -> None:
+    refused = 0
+    for _ in range(30):
+        try:
+            guarded.authenticate("alice", OTHER_PASSWORD, address=HERE)
+        except TooManyAttempts:
+            refused += 1
+        except InvalidCredentials:
+            pass
+        assert guarded.authenticate("alice", PASSWORD, address=THERE) == alice
+        assert guarded.authenticate_worker("alice", PASSWORD, THERE) == alice
+        clock.advance(1.0)
+    assert refused > 20  # the guesser still waits
 
 
 def test_a_success_starts_the_account_over(guarded: Accounts, clock: Clock, alice: User) -> None:
@@ -177,7 +195,7 @@ def test_failures_are_forgotten_after_a_quiet_spell(
 def test_unknown_names_are_throttled_like_accounts(guarded: Accounts, alice: User) -> None:
     fail_login(guarded, "nobody", 3)
     with pytest.raises(TooManyAttempts):
-        guarded.authenticate("nobody", PASSWORD, address=THERE)
+        guarded.authenticate("nobody", PASSWORD, address=HERE)
 
 
 def test_an_address_waits_after_failing_on_many_names(guarded: Accounts, alice: User) -> None:
@@ -311,9 +329,10 @@ def test_worker_passwords_are_throttled_like_logins(guarded: Accounts, alice: Us
         with pytest.raises(InvalidCredentials):
             guarded.authenticate_worker("alice", OTHER_PASSWORD, HERE)
     with pytest.raises(TooManyAttempts):
-        guarded.authenticate_worker("Alice", PASSWORD, THERE)
+        guarded.authenticate_worker("Alice", PASSWORD, HERE)
     with pytest.raises(TooManyAttempts):
-        guarded.authenticate("alice", PASSWORD, address=THERE)
+        guarded.authenticate("alice", PASSWORD, address=HERE)
+    assert guarded.authenticate_worker("alice", PASSWORD, THERE) == alice  # the owner's
 
 
 def test_worker_tokens_and_proven_passwords_are_not_throttled(
@@ -376,7 +395,7 @@ def test_guessing_the_password_to_make_a_token_is_throttled(guarded: Accounts, a
         with pytest.raises(ValidationError):
             guarded.create_own_token("alice", OTHER_PASSWORD, address=HERE)
     with pytest.raises(TooManyAttempts):
-        guarded.create_own_token("alice", PASSWORD, address=THERE)
+        guarded.create_own_token("alice", PASSWORD, address=HERE)
     assert guarded.list_tokens("alice") == []
 
 
@@ -402,8 +421,10 @@ def test_a_wrong_old_password_is_a_throttled_guess(
 ) -> None:
     for _ in range(3):
         with pytest.raises(ValidationError):
-            guarded.change_password("alice", OTHER_PASSWORD, NEW_PASSWORD, revoke_tokens=True)
+            guarded.change_password(
+                "alice", OTHER_PASSWORD, NEW_PASSWORD, revoke_tokens=True, address=HERE
+            )
     with pytest.raises(TooManyAttempts):
-        guarded.change_password("alice", PASSWORD, NEW_PASSWORD, address=THERE)
+        guarded.change_password("alice", PASSWORD, NEW_PASSWORD, address=HERE)
     clock.advance(1.0)
     assert guarded.authenticate("alice", PASSWORD, address=THERE) == alice  # unchanged

@@ -108,23 +108,32 @@ def test_refuse_early_raises_what_the_guess_would_meet_before_argon2() -> None:
         guard.refuse_early("alice", "192.0.2.1")
     guard.failed("alice", "192.0.2.1")
     with pytest.raises(TooManyAttempts):
-        guard.refuse_early("ALICE", "192.0.2.7")  # the account waits, from any address
+        guard.refuse_early("ALICE", "192.0.2.1")  # the account waits, from that address
+    guard.refuse_early("alice", "192.0.2.7")  # not from another one
     guard.refuse_early("bob", "192.0.2.1")
 
 
 def test_the_account_waits_after_its_free_failures() -> None:
     clock = Clock()
     guard = PasswordGuard(LIMITS, clock)
-    assert guard.failed("alice", "192.0.2.1") == []
-    assert guard.failed("alice", "192.0.2.2") == []
+    assert guard.failed("alice", "192.0.2.3") == []
+    assert guard.failed("alice", "192.0.2.3") == []
     [throttled] = guard.failed("Alice", "192.0.2.3")
     assert (throttled.scope, throttled.failures, throttled.delay) == ("account", 3, 1.0)
     with pytest.raises(TooManyAttempts) as refused:
-        guard.check("ALICE", "192.0.2.3")  # any spelling, any address
+        guard.check("ALICE", "192.0.2.3")  # any spelling
     assert refused.value.retry_after == 1.0
+    guard.check("alice", "192.0.2.4")  # guesses from one address never hold another back
     guard.check("bob", "192.0.2.3")
     clock.advance(1.0)
     guard.check("alice", "192.0.2.3")
+
+
+def test_guesses_from_many_addresses_never_lock_the_owner_out() -> None:
+    guard = PasswordGuard(LIMITS, Clock())
+    for guesser in range(50):
+        guard.failed("alice", f"198.51.100.{guesser}")
+    guard.check("alice", "192.0.2.1")
 
 
 def test_the_address_waits_after_its_free_failures_whatever_the_names() -> None:
@@ -142,10 +151,10 @@ def test_success_clears_the_account_but_not_the_address() -> None:
     guard = PasswordGuard(LIMITS, Clock())
     for _ in range(5):
         guard.failed("alice", "192.0.2.1")
-    guard.succeeded("alice")
+    guard.succeeded("alice", "192.0.2.1")
     guard.check("alice", "192.0.2.2")
     with pytest.raises(TooManyAttempts):
-        guard.check("alice", "192.0.2.1")
+        guard.check("alice", "192.0.2.1")  # the address still waits
 
 
 def test_signups_are_limited_per_address_per_hour() -> None:

@@ -351,7 +351,7 @@ class Accounts:
         if record is None or not right:
             self._count_failure(record, username, address)
             raise InvalidCredentials
-        self.guard.succeeded(username)
+        self.guard.succeeded(username, address)
         return record
 
     def _count_failure(self, record: UserRecord | None, username: str, address: str) -> None:

@@ -1,6 +1,8 @@
-"""What stands between a password guess and argon2: growing delays per account and
-per client address, a bound on signups per address, and a gate that lets only a
-few argon2 calls run at once.
+"""What stands between a password guess and argon2: growing delays per account
+guessed from one client address and per address, a bound on signups per
+address, and a gate that lets only a few argon2 calls run at once. An account
+never waits because of guesses made from another address, so nobody can lock
+its owner (or its workers) out by guessing.
 
 argon2 is slow and memory-hungry on purpose (tens of milliseconds, ~20 MiB per
 call). Unbounded, a flood of guesses takes every threadpool thread and every
@@ -109,9 +111,10 @@ class PasswordGuard:
         )
 
     def check(self, username: str, address: str) -> None:
-        """TooManyAttempts while the account or the address must still wait."""
+        """TooManyAttempts while the account (guessed from this address) or the
+        address must still wait."""
         wait = max(
-            self._accounts.retry_after(account_key(username)),
+            self._accounts.retry_after(account_key(username, address)),
             self._addresses.retry_after(address_key(address)) if address else 0.0,
         )
         if wait > 0:
@@ -131,7 +134,7 @@ class PasswordGuard:
         """Count a wrong password against the account and the address; returns the
         keys this failure made wait."""
         throttled = []
-        failures, delay = self._accounts.failed(account_key(username))
+        failures, delay = self._accounts.failed(account_key(username, address))
         if delay > 0:
             throttled.append(Throttled("account", username, failures, delay))
         if address:
@@ -140,10 +143,10 @@ class PasswordGuard:
                 throttled.append(Throttled("address", address, failures, delay))
         return throttled
 
-    def succeeded(self, username: str) -> None:
-        """The account starts over. The address does not: one account of one's own
-        must not buy more guesses at everybody else's."""
-        self._accounts.succeeded(account_key(username))
+    def succeeded(self, username: str, address: str) -> None:
+        """The account starts over from this address. The address does not: one
+        account of one's own must not buy more guesses at everybody else's."""
+        self._accounts.succeeded(account_key(username, address))
 
     def take_signup(self, address: str) -> None:
         """Count a signup from this address, or TooManyAttempts when it has had its share."""

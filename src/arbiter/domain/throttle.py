@@ -25,9 +25,13 @@ MAX_KEY_LENGTH = 64
 FIRST_DELAY = 1.0  # seconds, after the first failure beyond the free ones
 
 
-def account_key(username: str) -> str:
-    """An account as the throttle counts it: the case-folded name, as accounts are."""
-    return "account:" + username.casefold()[:MAX_KEY_LENGTH]
+def account_key(username: str, address: str = "") -> str:
+    """An account as the throttle counts guesses at it from one client: the
+    case-folded name, as accounts are, and the client's `address_key` (none
+    when the address is unknown). Guesses from one address never make the
+    account wait for another: guessing slows guessing, never the owner."""
+    key = "account:" + username.casefold()[:MAX_KEY_LENGTH]
+    return f"{key} from {address_key(address)}" if address else key
 
 
 def address_key(address: str) -> str:

@@ -5,8 +5,9 @@ so a URL is a way to make those machines connect somewhere. The policy admits
 https (and ssh when the operator enables it) to public addresses only. Loopback,
 link-local, private and other non-public ranges (an IPv6 address that carries
 an IPv4 one, IPv4-mapped, 6to4, Teredo or NAT64, is judged by what it
-carries), plain http, git:// and file:// are refused unless the allow list (`ARBITER_GIT_ALLOW` on the server,
-`ARBITER_WORKER_GIT_ALLOW` on a worker) names the host, a CIDR range holding
+carries), plain http, git:// and file:// are refused unless the allow list
+(`ARBITER_GIT_ALLOW` on the server, `ARBITER_WORKER_GIT_ALLOW` on a worker)
+names the host, a CIDR range holding
 every address it resolves to, or `file`.
 
 Every address a name resolves to is checked, and git is then pinned to
