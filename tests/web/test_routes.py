@@ -23,6 +23,7 @@ EXPECTED = {
     ("/api/runs/{run_id}/delete", "POST"),
     ("/api/calc_elo", "GET"),
     ("/api/rate_limit", "GET"),
+    ("/favicon.ico", "GET"),
     ("/api/active_runs", "GET"),
     ("/api/finished_runs", "GET"),
     ("/api/actions", "POST"),

@@ -19,6 +19,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from arbiter.storage.engine import normalize_url
+from arbiter.web import serve
 from tests.web.api_support import worker_info as api_worker_info
 from tests.web.live_server import (
     PASSWORD,
@@ -247,3 +248,15 @@ def test_the_default_task_gate_is_five_places_two_per_account(
         assert all("task_id" in reply for reply in replies), replies
     finally:
         stop(running)
+
+
+def test_the_banner_names_an_arbiter_command_that_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `bash scripts/serve` the shell finds no bare `arbiter`: the banner
+    names the script beside the interpreter instead."""
+    monkeypatch.setattr(serve.shutil, "which", lambda _name: None)
+    command = serve.arbiter_command()
+    assert command.endswith("arbiter")
+    done = subprocess.run([command, "--help"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    monkeypatch.setattr(serve.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert serve.arbiter_command() == "arbiter"

@@ -153,3 +153,11 @@ def test_the_sprt_calculator(client: TestClient) -> None:
     assert refused.status_code == 400
     assert 'id="elo1-error"' in refused.text
     assert 'id="alpha-error"' in client.get("/sprt_calc?alpha=0.7").text
+
+
+def test_the_site_has_an_icon_where_browsers_look(client: TestClient) -> None:
+    assert 'rel="icon" href="/static/favicon.svg?v=' in client.get("/tests").text
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200
+    assert icon.headers["content-type"] == "image/svg+xml"
+    assert icon.content.startswith(b"<svg")

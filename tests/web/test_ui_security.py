@@ -22,6 +22,10 @@ from tests.web.support import log_in, make_user, state
 WORKER = "alice-4cores-abcd"
 
 
+# Not pages: the same bytes for everyone, cached by browsers.
+ASSET_PATHS = frozenset({"/favicon.ico"})
+
+
 def page_routes(method: str) -> list[str]:
     return sorted(
         {
@@ -31,6 +35,7 @@ def page_routes(method: str) -> list[str]:
             and method in (route.methods or ())
             and not route.path.startswith("/api/")
             and route.path not in MONITORING_PATHS
+            and route.path not in ASSET_PATHS
         }
     )
 

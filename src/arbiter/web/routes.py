@@ -124,5 +124,7 @@ def routes() -> list[BaseRoute]:
         Route("/upload", files.upload_form, methods=["GET"]),
         Route("/upload", files.upload_net, methods=["POST"]),
         Route("/upload/book", files.upload_book, methods=["POST"]),
+        # Browsers ask for it whatever the pages say: the icon, not a 404.
+        Route("/favicon.ico", home.favicon, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]

@@ -8,8 +8,10 @@ so reconnection bursts queue in the kernel, and never `limit_concurrency`
 import argparse
 import errno
 import os
+import shutil
 import socket
 import sys
+from pathlib import Path
 
 import uvicorn
 from sqlalchemy.engine import make_url
@@ -32,6 +34,21 @@ class PortUnavailable(Exception):  # noqa: N818 - named for what happened
     """The address to serve on cannot be bound; the message says why."""
 
 
+def arbiter_command() -> str:
+    """How to run `arbiter` from here: the bare name when the shell finds it,
+    else the script beside this interpreter (`.venv/bin/arbiter` after
+    `bash scripts/serve`), shown relative to the current directory when below it."""
+    if shutil.which("arbiter"):
+        return "arbiter"
+    script = Path(sys.executable).parent / "arbiter"
+    if not script.exists():
+        return f"{sys.executable} -m arbiter"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
 def banner(settings: Settings, database: str) -> str:
     """`database`: which database was opened and whether it was created just now."""
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host  # noqa: S104
@@ -42,7 +59,7 @@ def banner(settings: Settings, database: str) -> str:
         where = f"--database-url {shown}"
     else:
         where = f"--data-dir {settings.data_dir}"
-    create = f"arbiter users create NAME --approver --password-stdin {where}"
+    create = f"{arbiter_command()} users create NAME --approver --password-stdin {where}"
     return (
         f"Arbiter {settings.role} starting\n"
         f"  open:     {url}\n"

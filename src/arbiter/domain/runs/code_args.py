@@ -9,8 +9,10 @@ refuses a net the server does not hold; `mark_nets_tested` records each net's
 first and last test and whether master uses it, in the run's transaction.
 """
 
+import atexit
 import logging
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +44,12 @@ def local_code_source(cache_dir: Path | None = None) -> CodeSource:
     a small cache in `cache_dir` (by default one per process in the temporary
     directory)."""
     policy = RepoPolicy(parse_allow("file, 127.0.0.0/8, ::1/128, localhost"))
-    # One cache per process, made only when a repository is first read.
-    root = cache_dir or Path(tempfile.gettempdir()) / f"arbiter-git-cache-{os.getpid()}"
+    # One cache per process, made only when a repository is first read, and
+    # removed when the process ends (each test process would leave one behind).
+    if cache_dir is None:
+        cache_dir = Path(tempfile.gettempdir()) / f"arbiter-git-cache-{os.getpid()}"
+        atexit.register(shutil.rmtree, cache_dir, ignore_errors=True)
+    root = cache_dir
     cache = RepoCache(root, max_bytes=512 * 1024 * 1024)
     return CodeSource(CodeReader(policy, cache), GitWork(threads=8, per_account=8, retry_after=5))
 
