@@ -80,7 +80,8 @@ def wait_until_serving(server: Server, timeout: float = 30.0) -> None:
             if httpx.get(server.url + "/api/active_runs", timeout=1.0).status_code == 200:
                 return
         except httpx.TransportError:
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)  # not serving yet (no answer, or not a 200): ask again soon
     raise AssertionError(f"server did not start:\n{server.output()}")
 
 
