@@ -51,9 +51,12 @@ def steal(lease: PrimaryLease, database_url: str) -> PrimaryLease:
         lease.path.unlink()
     else:
         with psycopg.connect(libpq(database_url), autocommit=True) as admin:
+            # This database's lease only: the other test process's primaries
+            # hold the same key on databases of their own in the same cluster.
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
-                " AND objid::bigint = %s AND pid <> pg_backend_pid()",
+                " AND objid::bigint = %s AND pid <> pg_backend_pid()"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 (ADVISORY_LOCK_KEY,),
             )
     thief = primary_lease(database_url)
