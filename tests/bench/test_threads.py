@@ -2,15 +2,17 @@
 
 import os
 import threading
+import time
 
 from bench import threads
 from bench.threads import ThreadCpu
 
 
-def busy(seconds: float) -> None:
-    end = threading.Event()
-    threading.Timer(seconds, end.set).start()
-    while not end.is_set():
+def busy(cpu_seconds: float) -> None:
+    """Spend this much CPU in the calling thread, however long a loaded machine
+    takes to give it (a wall-clock loop could get almost none)."""
+    end = time.thread_time() + cpu_seconds
+    while time.thread_time() < end:
         sum(range(1000))
 
 
