@@ -313,7 +313,7 @@ def test_wrong_password_is_401_everywhere(api: TestClient, task: tuple[str, int]
         assert (status, reply["error"]) == (401, f"{path}: Invalid username or password.")
         # Start the account over: nine failures would be throttled (and audited),
         # which test_password_throttling.py checks.
-        state(api).accounts.guard.succeeded("alice")
+        state(api).accounts.guard.succeeded("alice", "testclient")  # the client's address
 
 
 @pytest.mark.parametrize("path", WORKER_PATHS)
