@@ -457,3 +457,8 @@ def test_the_worker_package_is_published_with_its_description(client: TestClient
     assert len(wheel.content) == info["size"]
     assert hashlib.sha256(wheel.content).hexdigest() == info["sha256"]
     assert client.head("/api/worker/package").status_code == 200
+    by_name = client.get(f"/api/worker/{info['filename']}")  # where pip installs from
+    assert (by_name.status_code, by_name.content) == (200, wheel.content)
+    other = client.get("/api/worker/arbiter-0.0.0-py3-none-any.whl")
+    assert other.status_code == 404
+    assert info["filename"] in other.json()["error"]

@@ -45,6 +45,7 @@ EXPECTED = {
     ("/api/book/{name}", "GET"),
     ("/api/worker/package.json", "GET"),
     ("/api/worker/package", "GET"),
+    ("/api/worker/{filename}", "GET"),
     ("/healthz", "GET"),
     ("/readyz", "GET"),
     ("/metrics", "GET"),

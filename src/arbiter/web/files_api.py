@@ -198,5 +198,17 @@ async def download_worker_package(request: Request) -> Response:
     )
 
 
+async def download_worker_wheel(request: Request) -> Response:
+    """The same wheel under its own file name (`package.json`'s `filename`), the
+    address pip installs from: it reads the package's name and version from
+    the URL's last part, so `/api/worker/package` will not do."""
+    package = _worker_package(request)
+    if request.path_params["filename"] != package.filename:
+        raise ApiError(404, f"this server's worker package is {package.filename}")
+    return FileResponse(
+        package.path, media_type="application/zip", headers=_attachment(package.filename)
+    )
+
+
 def _download_headers(name: str) -> dict[str, str]:
     return {"content-type": "application/octet-stream", **_attachment(name)}

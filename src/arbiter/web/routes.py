@@ -64,6 +64,7 @@ def routes() -> list[BaseRoute]:
         # The worker's self-update: the wheel of this server's own worker code
         Route("/api/worker/package.json", files_api.worker_package_info, methods=["GET"]),
         Route("/api/worker/package", files_api.download_worker_package, methods=["GET"]),
+        Route("/api/worker/{filename}", files_api.download_worker_wheel, methods=["GET"]),
         # Read-only API
         Route("/api/calc_elo", api.calc_elo_endpoint, methods=["GET"]),
         Route("/api/rate_limit", api.rate_limit, methods=["GET"]),
