@@ -199,3 +199,19 @@ def test_restore_refuses_while_a_primary_serves_and_a_backup_never_overwrites(
     wrong = arbiter("db", "restore", str(not_a_backup), *storage_args(data, source_database))
     assert wrong.returncode == 1
     assert "is not a" in wrong.stderr
+
+
+def test_a_backup_is_readable_by_its_owner_alone(
+    tmp_path: Path, backend: str, source_database: str
+) -> None:
+    """It holds password hashes: mode 0600 whatever the umask."""
+    data = tmp_path / "data"
+    assert arbiter("db", "upgrade", *storage_args(data, source_database)).returncode == 0
+    destination = tmp_path / "copy.dump"
+    old = os.umask(0o022)
+    try:
+        done = arbiter("db", "backup", str(destination), *storage_args(data, source_database))
+    finally:
+        os.umask(old)
+    assert done.returncode == 0, done.stderr
+    assert destination.stat().st_mode & 0o777 == 0o600

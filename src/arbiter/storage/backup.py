@@ -52,6 +52,9 @@ def backup(database_url: str, destination: Path) -> Outcome:
         raise BackupError(f"{destination} already exists: choose a new file name")
     partial = destination.with_name(destination.name + ".partial")
     partial.unlink(missing_ok=True)
+    # Readable by its owner alone from its first byte, whatever the umask: a
+    # backup holds password hashes and session digests.
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     try:
         if url.get_backend_name() == "sqlite":
             revision = _sqlite_backup(_sqlite_path(url), partial)
