@@ -109,7 +109,9 @@ def db_upgrade(settings: Settings) -> int:
     try:
         probe(engine)
         check_files(settings)
+        before = schema_status(engine)
         upgrade(engine)
+        after = schema_status(engine)
         storage = Storage(engine)
         files = file_store(storage, settings)
         report = import_data_dir_files(storage, settings.data_dir, files)
@@ -120,8 +122,17 @@ def db_upgrade(settings: Settings) -> int:
         print(f"stored in {where}: {name}")
     for problem in report.problems:
         print(f"arbiter: not stored: {problem}", file=sys.stderr)
-    print("database schema is up to date")
+    print(upgrade_summary(before.state, before.current, after.current))
     return 0
+
+
+def upgrade_summary(state: str, before: str | None, after: str | None) -> str:
+    """What `db upgrade` did, from the schema's state and revision before and after."""
+    if state == "empty":
+        return f"database schema created (revision {after})"
+    if before != after:
+        return f"database schema upgraded from {before} to {after}"
+    return f"database schema is up to date ({after})"
 
 
 def books_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -93,7 +93,15 @@ def test_upgrade_check_exit_statuses(tmp_path: Path) -> None:
     pending = arbiter("db", "upgrade", "--check", "--data-dir", data)
     assert pending.returncode == 3, pending
     assert "migrations pending" in pending.stdout
-    assert arbiter("db", "upgrade", "--data-dir", data).returncode == 0
+    created = arbiter("db", "upgrade", "--data-dir", data)
+    assert (created.returncode, created.stdout.strip().splitlines()[-1]) == (
+        0,
+        f"database schema created (revision {head_revision()})",
+    )
+    again = arbiter("db", "upgrade", "--data-dir", data)
+    assert again.stdout.strip().splitlines()[-1] == (
+        f"database schema is up to date ({head_revision()})"
+    )
     current = arbiter("db", "upgrade", "--check", "--data-dir", data)
     assert (current.returncode, current.stdout.strip()) == (
         0,

@@ -1,5 +1,6 @@
 """A real `arbiter serve` process (uvicorn, httptools, uvloop) on a real socket."""
 
+import json
 import os
 import signal
 import socket
@@ -20,6 +21,7 @@ from sqlalchemy.engine import make_url
 
 from arbiter.storage.engine import normalize_url
 from arbiter.web import serve
+from arbiter.web.settings import Settings
 from tests.web.api_support import worker_info as api_worker_info
 from tests.web.live_server import (
     PASSWORD,
@@ -260,3 +262,14 @@ def test_the_banner_names_an_arbiter_command_that_runs(monkeypatch: pytest.Monke
     assert done.returncode == 0, done.stderr
     monkeypatch.setattr(serve.shutil, "which", lambda name: f"/usr/bin/{name}")
     assert serve.arbiter_command() == "arbiter"
+
+
+def test_with_json_logs_the_banner_is_one_json_line_too() -> None:
+    settings = Settings(log_format="json")
+    line = serve.banner_output(settings, serve.banner(settings, "SQLite, created"))
+    document = json.loads(line)
+    assert (document["level"], document["logger"]) == ("info", "arbiter.serve")
+    assert "users create NAME --approver" in document["message"]
+    assert "\n" not in line
+    text = Settings()
+    assert serve.banner_output(text, "banner") == "banner"

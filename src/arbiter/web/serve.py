@@ -7,6 +7,7 @@ so reconnection bursts queue in the kernel, and never `limit_concurrency`
 
 import argparse
 import errno
+import logging
 import os
 import shutil
 import socket
@@ -23,7 +24,7 @@ from arbiter.storage.lease import primary_lease
 from arbiter.web.app import create_app, require_single_process_on_primary
 from arbiter.web.bootstrap import check_files, open_database
 from arbiter.web.connection_limits import ConnectionLimits, protocol_class, raise_fd_limit
-from arbiter.web.logs import configure_logging
+from arbiter.web.logs import JsonFormatter, configure_logging
 from arbiter.web.settings import Settings, SettingsError
 
 BACKLOG = 16384
@@ -47,6 +48,16 @@ def arbiter_command() -> str:
         return str(script.relative_to(Path.cwd()))
     except ValueError:
         return str(script)
+
+
+def banner_output(settings: Settings, text: str) -> str:
+    """The banner as the logs are written: with ARBITER_LOG_FORMAT=json one JSON
+    object (a record of `arbiter.serve`, shown whatever the log level), so a
+    collector of JSON lines meets no other kind."""
+    if settings.log_format != "json":
+        return text
+    record = logging.LogRecord("arbiter.serve", logging.INFO, __file__, 0, text, None, None)
+    return JsonFormatter().format(record)
 
 
 def banner(settings: Settings, database: str) -> str:
@@ -94,7 +105,7 @@ def serve_command(args: argparse.Namespace) -> int:
             lease.release()
         return 2
     configure_logging(settings.log_level, settings.log_format)
-    print(banner(settings, database.summary()), flush=True)
+    print(banner_output(settings, banner(settings, database.summary())), flush=True)
     raise_fd_limit()
     config = uvicorn_config(
         app, settings.host, settings.port, settings.log_level, connection_limits(settings)
