@@ -4,7 +4,7 @@ connecting anywhere."""
 import pytest
 
 from arbiter.domain.errors import ValidationError
-from arbiter.domain.url_policy import address_allowed, check_url, refusal
+from arbiter.domain.url_policy import Destination, address_allowed, check_url, destination
 
 
 @pytest.mark.parametrize(
@@ -61,5 +61,10 @@ def test_bad_urls_are_refused_with_a_message_for_the_field(url: str) -> None:
 
 def test_a_name_that_resolves_to_loopback_is_refused() -> None:
     """`localhost` resolves (from /etc/hosts) to loopback: refused unless allowed."""
-    assert "may not reach" in (refusal("http://localhost:9/x", allow_private=False) or "")
-    assert refusal("http://localhost:9/x", allow_private=True) is None
+    refused = destination("http://localhost:9/x", allow_private=False)
+    assert isinstance(refused, str)
+    assert "may not reach" in refused
+    allowed = destination("http://localhost:9/x?a=1", allow_private=True)
+    assert isinstance(allowed, Destination)
+    assert allowed.address in ("127.0.0.1", "::1")
+    assert (allowed.host_header, allowed.target) == ("localhost:9", "/x?a=1")

@@ -6,19 +6,22 @@ import hashlib
 import hmac
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 from sqlalchemy import Engine
 
+from arbiter.domain import webhooks
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import PermissionDenied, ValidationError
 from arbiter.domain.follows import Follows
 from arbiter.domain.runs.service import Runs
+from arbiter.domain.url_policy import Destination
 from arbiter.domain.webhooks import MAX_ATTEMPTS, Webhooks, retry_delay
 from arbiter.storage import Storage
 from tests.domain.runs.support import Clock, make_user, submit
-from tests.domain.webhook_receiver import Receiver, receiver
+from tests.domain.webhook_receiver import Receiver, dripping_receiver, receiver
 
 
 @pytest.fixture
@@ -202,3 +205,71 @@ def test_own_tests_are_followed_and_finished_ones_reported_once_since(
     assert follows.finished_since("alice", finished.at) == []
     follows.change("alice", run_id, follow=False)
     assert follows.finished_since("alice", since) == []
+
+
+def test_a_delivery_goes_to_the_checked_address_and_never_resolves_the_name_again(
+    sink: Receiver,
+) -> None:
+    """The name below resolves nowhere: only the address checked is used, with
+    the URL's host in the Host header (and as TLS's server name for https)."""
+    port = int(sink.url.rsplit(":", 1)[1].split("/")[0])
+    url = f"http://hooks.invalid:{port}/hook?x=1"
+    target = Destination(url, "http", "hooks.invalid", port, "127.0.0.1")
+    assert webhooks.post(target, b"{}", {"Content-Type": "application/json"}) == 200
+    (request,) = sink.requests
+    assert (request.path, request.headers["Host"]) == ("/hook?x=1", f"hooks.invalid:{port}")
+
+
+def test_a_dripping_receiver_is_cut_off_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(webhooks, "DELIVERY_DEADLINE_SECONDS", 1.0)
+    with dripping_receiver() as slow:
+        port = int(slow.url.rsplit(":", 1)[1].split("/")[0])
+        target = Destination(slow.url, "http", "127.0.0.1", port, "127.0.0.1")
+        started = time.monotonic()
+        with pytest.raises(webhooks.DeliveryTooSlow, match="no answer within 1 s"):
+            webhooks.post(target, b"{}", {})
+        assert time.monotonic() - started < 10  # a hang guard: the deadline is 1 s
+
+
+def test_a_slow_receiver_holds_up_only_its_owners_deliveries(
+    runs: Runs,
+    hooks: Webhooks,
+    sink: Receiver,
+    people: tuple[User, User, User],
+    repo_url: str,
+) -> None:
+    """Bob's delivery goes out while alice's receiver is still dripping its
+    reply (far from the deadline), not after it: each owner has a lane."""
+    root, alice, bob = people
+    with dripping_receiver() as slow:
+        hooks.register(alice, slow.url, ["approved"], "json")
+        hooks.register(bob, sink.url, ["approved"], "json")
+        runs.lifecycle.approve(root, submit(runs, alice, repo_url))  # alice's goes first
+        runs.lifecycle.approve(root, submit(runs, bob, repo_url))
+        delivered: list[int] = []
+        passing = threading.Thread(target=lambda: delivered.append(hooks.run()))
+        passing.start()
+        wait_for(lambda: bool(sink.requests))
+        assert slow.cut_at == []  # alice's connection is still open
+    passing.join(30)  # the receiver closed: alice's attempt ends now
+    assert delivered == [1]
+    (alices,) = hooks.of_user("alice")
+    assert alices.deliveries[0].status == "pending"
+
+
+def test_one_owner_sends_at_most_its_share_per_pass(
+    runs: Runs, hooks: Webhooks, sink: Receiver, people: tuple[User, User, User], repo_url: str
+) -> None:
+    root, alice, _ = people
+    hooks.register(alice, sink.url, ["approved"], "json")
+    for _ in range(webhooks.PER_OWNER_PER_PASS + 1):
+        runs.lifecycle.approve(root, submit(runs, alice, repo_url))
+    assert hooks.run() == webhooks.PER_OWNER_PER_PASS
+    assert hooks.run() == 1  # the rest in the next pass
+
+
+def wait_for(done: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)

@@ -1,7 +1,11 @@
 """A webhook receiver on loopback: a real HTTP server in a thread that records
 each request and answers the status codes a test queues (200 when none)."""
 
+import contextlib
+import itertools
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -13,6 +17,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -48,3 +53,47 @@ def receiver() -> Iterator[Receiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@dataclass
+class Drip:
+    url: str = ""
+    cut_at: list[float] = field(default_factory=list)  # when each sender hung up
+
+
+@contextmanager
+def dripping_receiver(pause: float = 0.3) -> Iterator[Drip]:
+    """A receiver that reads the request, then drips its reply a byte every
+    `pause` seconds without ever finishing it, until the sender hangs up.
+    Every connection it accepts is closed when the block ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+    held: list[socket.socket] = []
+    state = Drip()
+
+    def drip(connection: socket.socket) -> None:
+        try:
+            connection.recv(65536)
+            for byte in itertools.cycle(b"HTTP/1.1 200 OK\r\nx-drip: "):
+                if done.wait(pause):
+                    return
+                connection.sendall(bytes([byte]))
+        except OSError:
+            state.cut_at.append(time.monotonic())
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while not done.is_set():
+                connection, _ = listener.accept()
+                held.append(connection)
+                threading.Thread(target=drip, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    state.url = f"http://127.0.0.1:{listener.getsockname()[1]}/hook"
+    try:
+        yield state
+    finally:
+        done.set()
+        listener.close()
+        for connection in held:
+            connection.close()

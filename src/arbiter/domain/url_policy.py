@@ -3,10 +3,14 @@ private ones (`ARBITER_WEBHOOK_ALLOW_PRIVATE`, e.g. a receiver on the same host)
 
 A hook's host is resolved before every delivery and every address it resolves
 to must be allowed, so a name cannot point a delivery at the server's own
-network. Pure functions of plain values, plus `resolve` (a DNS lookup)."""
+network; the delivery then connects to one of exactly those addresses
+(`Destination`), never resolving the name again, so a second DNS answer (a
+rebinding) cannot lead it elsewhere. Pure functions of plain values, plus
+`resolve` (a DNS lookup)."""
 
 import ipaddress
 import socket
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from arbiter.domain.errors import ValidationError
@@ -57,8 +61,30 @@ def resolve(host: str, port: int) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
-def refusal(url: str, *, allow_private: bool) -> str | None:
-    """Why a delivery to `url` may not be sent now; None when it may."""
+@dataclass(frozen=True, slots=True)
+class Destination:
+    """A hook URL with the address its delivery connects to, checked."""
+
+    url: str
+    scheme: str
+    host: str  # as the URL names it: the Host header, and TLS's server name
+    port: int
+    address: str  # what the connection goes to: one the host resolved to
+
+    @property
+    def host_header(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        return self.host if self.port == default else f"{self.host}:{self.port}"
+
+    @property
+    def target(self) -> str:
+        """The request target: the URL's path and query."""
+        parts = urlsplit(self.url)
+        return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def destination(url: str, *, allow_private: bool) -> Destination | str:
+    """Where a delivery to `url` may connect now, or why it may not."""
     host, port = check_url(url)
     try:
         addresses = resolve(host, port)
@@ -67,4 +93,5 @@ def refusal(url: str, *, allow_private: bool) -> str | None:
     barred = [a for a in addresses if not address_allowed(a, allow_private=allow_private)]
     if barred or not addresses:
         return f"{host} resolves to an address webhooks may not reach ({', '.join(barred)})"
-    return None
+    scheme = urlsplit(url).scheme
+    return Destination(url, scheme, host, port, addresses[0])
