@@ -205,7 +205,7 @@ def start_hello(log_dir: Path, port: int | None = None) -> Server:
 
 
 def port_of(server: Server) -> int:
-    return int(server.url.rsplit(":", 1)[1])
+    return server.port
 
 
 @contextmanager

@@ -109,7 +109,7 @@ class Site:
         return [tuple(line.split(" ")) for line in lines]  # type: ignore[misc]
 
     def port_of(self, server: Server) -> str:
-        return server.url.rsplit(":", 1)[1]
+        return str(server.port)
 
 
 def start_nginx(directory: Path) -> subprocess.Popen[bytes]:
@@ -155,7 +155,7 @@ def site(tmp_path: Path, postgres_database_url: str) -> Iterator[Site]:
     nginx_dir.mkdir()
     tls = self_signed(tmp_path / "tls")
     http, https = free_port(), free_port()
-    ports = [int(server.url.rsplit(":", 1)[1]) for server in servers]
+    ports = [server.port for server in servers]
     (nginx_dir / "arbiter.conf").write_text(site_config(ports[0], ports[1:], http, https, tls))
     user = "user root;" if os.geteuid() == 0 else ""  # its temp files live in our tmp dir
     (nginx_dir / "nginx.conf").write_text(MAIN_CONF.format(dir=nginx_dir, user=user))

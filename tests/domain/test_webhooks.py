@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import Engine
@@ -212,7 +213,7 @@ def test_a_delivery_goes_to_the_checked_address_and_never_resolves_the_name_agai
 ) -> None:
     """The name below resolves nowhere: only the address checked is used, with
     the URL's host in the Host header (and as TLS's server name for https)."""
-    port = int(sink.url.rsplit(":", 1)[1].split("/")[0])
+    port = urlsplit(sink.url).port or 80
     url = f"http://hooks.invalid:{port}/hook?x=1"
     target = Destination(url, "http", "hooks.invalid", port, "127.0.0.1")
     assert webhooks.post(target, b"{}", {"Content-Type": "application/json"}) == 200
@@ -223,7 +224,7 @@ def test_a_delivery_goes_to_the_checked_address_and_never_resolves_the_name_agai
 def test_a_dripping_receiver_is_cut_off_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(webhooks, "DELIVERY_DEADLINE_SECONDS", 1.0)
     with dripping_receiver() as slow:
-        port = int(slow.url.rsplit(":", 1)[1].split("/")[0])
+        port = urlsplit(slow.url).port or 80
         target = Destination(slow.url, "http", "127.0.0.1", port, "127.0.0.1")
         started = time.monotonic()
         with pytest.raises(webhooks.DeliveryTooSlow, match="no answer within 1 s"):

@@ -5,7 +5,8 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from arbiter.web.replies import DEFAULT_RETRY_AFTER, TEMPORARY_STATUSES, plain_error_body
+from arbiter.protocol import TEMPORARY_STATUSES
+from arbiter.web.replies import DEFAULT_RETRY_AFTER, plain_error_body
 from tests import fresh_loop
 
 Sent = list[Message]

@@ -32,6 +32,10 @@ class Server:
     def output(self) -> str:
         return self.log.read_text()
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
 
 def start_server(
     data_dir: Path,

@@ -139,8 +139,18 @@ def restart_on_github(
 ) -> Server:
     stop(live)
     move_to_github(data_dir, database_url, run_ids)
-    port = int(live.url.rsplit(":", 1)[1])
-    return start_server(data_dir, database_url, port=port)
+    return start_server(data_dir, database_url, port=live.port)
+
+
+def official_worker(
+    live: Server, books_repository: tuple[str, Path], tmp_path: Path
+) -> OfficialLikeWorker:
+    """alice's official-like worker, its books kept under `tmp_path`."""
+    worker = OfficialLikeWorker(
+        live.url, "alice", PASSWORD, books_repository[0], tmp_path / "worker-books"
+    )
+    worker.books_dir.mkdir()
+    return worker
 
 
 def get_run(server: Server, run_id: str) -> dict[str, Any]:
@@ -169,10 +179,7 @@ def test_the_official_workers_protocol_finishes_fixed_games_and_sprt_runs(
     )
     live = restart_on_github(first, tmp_path / "server", database_url, [hosted, fixed, sprt])
     try:
-        worker = OfficialLikeWorker(
-            live.url, "alice", PASSWORD, books_repository[0], tmp_path / "worker-books"
-        )
-        worker.books_dir.mkdir()
+        worker = official_worker(live, books_repository, tmp_path)
         played = worker.run_fleet()
         check_the_fleets_work(live, worker, played, hosted, local, fixed, sprt)
     finally:
@@ -238,10 +245,7 @@ def test_a_restart_mid_run_ends_no_worker_and_loses_no_acknowledged_game(
     run_id = submit(first, tokens, repo_url, book=BOOK, num_games=640, tc="10+0.1")
     data_dir = tmp_path / "server"
     live = restart_on_github(first, data_dir, database_url, [run_id])
-    worker = OfficialLikeWorker(
-        live.url, "alice", PASSWORD, books_repository[0], tmp_path / "worker-books"
-    )
-    worker.books_dir.mkdir()
+    worker = official_worker(live, books_repository, tmp_path)
     worker.batch_pause = 0.02  # a few seconds of games, so the restart lands mid-run
     worker.retry_wait = 2.0  # the official 15 s, scaled: 5 update tries outlast a restart
     fleet = threading.Thread(target=worker.run_fleet, daemon=True)
@@ -249,7 +253,7 @@ def test_a_restart_mid_run_ends_no_worker_and_loses_no_acknowledged_game(
     try:
         wait_for(lambda: sum(log.acknowledged for log in worker.tasks) >= 40, "games")
         stop(live)  # SIGTERM, as a deploy restarts it
-        live = start_server(data_dir, database_url, port=int(live.url.rsplit(":", 1)[1]))
+        live = start_server(data_dir, database_url, port=live.port)
         fleet.join(timeout=120)
         assert not fleet.is_alive()
         assert worker.final == []  # no reply the official worker takes as final

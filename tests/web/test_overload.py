@@ -14,6 +14,7 @@ from arbiter.domain.runs.scheduler import TOO_BUSY
 from arbiter.protocol import WORKER_PATHS
 from arbiter.web import overload
 from arbiter.web.overload import LAG_LIMIT, SHED_HOLD, LoopLag
+from arbiter.web.replies import DEFAULT_RETRY_AFTER
 from arbiter.web.settings import OVERLOAD_LAG_MS, Settings, SettingsError
 from tests import fresh_loop
 from tests.web.api_support import api_with_users, post, worker_body
@@ -58,7 +59,7 @@ def test_a_lagging_loop_turns_worker_calls_away_at_once(lite: TestClient) -> Non
             assert isinstance(reply.json()["duration"], float)
         else:
             assert reply.status_code == 503, path
-            assert reply.headers["retry-after"] == overload.RETRY_AFTER
+            assert reply.headers["retry-after"] == str(DEFAULT_RETRY_AFTER)
             assert reply.json() == f"{path}: {overload.SHED_MESSAGE}"
         assert reply.headers["x-content-type-options"] == "nosniff"
 

@@ -21,6 +21,7 @@ from arbiter.web import overload
 from arbiter.web.errors import exception_handlers
 from arbiter.web.middleware import STATE_KEY, BodyLimits
 from arbiter.web.overload import LoopLag
+from arbiter.web.replies import DEFAULT_RETRY_AFTER
 from arbiter.web.request_id import current_request_id
 from arbiter.web.worker_calls import WorkerCalls, WorkerGuards
 from tests import fresh_loop
@@ -156,7 +157,7 @@ def test_while_the_loop_lags_calls_are_turned_away_before_anything_else() -> Non
     start, body = without_id(sent)
     assert (start["status"], dict(start["headers"])[b"retry-after"]) == (
         503,
-        overload.RETRY_AFTER.encode(),
+        str(DEFAULT_RETRY_AFTER).encode(),
     )
     assert json.loads(body["body"]) == f"/api/update_task: {overload.SHED_MESSAGE}"
     assert observed[0][1] == 503

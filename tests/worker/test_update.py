@@ -165,7 +165,7 @@ def test_a_worker_keeps_playing_when_its_server_is_upgraded(
     data = tmp_path / "server"
     shutil.copytree(accounts.data, data)
     old_server = start_server(data, extra_env={"PYTHONPATH": str(old_worker.source)})
-    port = int(old_server.url.rsplit(":", 1)[1])
+    port = old_server.port
     place = Arena(old_server, accounts, tmp_path)
     worker: Started | None = None
     try:

@@ -21,4 +21,9 @@ WORKER_PATHS: tuple[str, ...] = (
     "/api/worker_log",
 )
 
-__all__ = ["API_PREFIX", "WORKER_PATHS", "WORKER_VERSION"]
+# A worker call answered with one of these statuses was refused for now: the
+# body is a JSON string (never an object with `error`, which the official
+# worker takes as final) and Retry-After says when to come back.
+TEMPORARY_STATUSES = frozenset({429, 503})
+
+__all__ = ["API_PREFIX", "TEMPORARY_STATUSES", "WORKER_PATHS", "WORKER_VERSION"]

@@ -3,7 +3,7 @@
 Each worker contributes one row [wins, losses, draws] (pentanomial runs use
 pairs: [WW+WD, LL+LD, DD+WL]) of a contingency table. A worker whose results
 differ from the others by more than chance gets a large residual; a purge
-removes the worst such worker, one at a time (issue #727's lesson: purging
+removes the worst such worker, one at a time (Fishtest issue #727's lesson: purging
 every yellow worker at once over-purges long tests).
 """
 

@@ -202,7 +202,7 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
 def _begin_sqlite_transaction(connection: Connection) -> None:
     """Open the transaction on the driver's connection itself: as a statement of
     SQLAlchemy's (`exec_driver_sql`) the BEGIN cost 40 us of CPU, a third of an
-    empty write transaction (issue 19). Its errors are wrapped as SQLAlchemy's
+    empty write transaction (measured on the fleet). Its errors are wrapped as SQLAlchemy's
     would be (a lock held past the busy timeout is an OperationalError), so
     callers see the same exceptions."""
     statement = "BEGIN IMMEDIATE" if getattr(_beginning_write, "now", False) else "BEGIN DEFERRED"
@@ -262,7 +262,7 @@ def held_connection(engine: Engine) -> Iterator[None]:
     """Transactions this thread opens on a SQLite `engine` inside the block share
     one connection, checked out by the first of them and kept: a batch thread
     (domain/runs/call_batches.py) commits hundreds of times a second, and each
-    checkout and check-in cost about 34 us of CPU (issue 19). A transaction
+    checkout and check-in cost about 34 us of CPU (measured on the fleet). A transaction
     opened while the held one is in use (nested) gets a connection of its own,
     as outside the block. On PostgreSQL nothing is held: the pool pings each
     connection it hands out, so a restarted server costs no failed request,

@@ -2,7 +2,7 @@
 once per dialect and set of columns and sent as the driver's own statement.
 
 `Connection.execute` compiles a Core statement's parameters on every call: on
-issue 19's profiles, three quarters of an UPDATE's cost was SQLAlchemy's
+the fleet benchmark's profiles, three quarters of an UPDATE's cost was SQLAlchemy's
 per-call work (execution context, parameter construction, result set-up), not
 the database's. Here a statement is compiled once for each column set it is
 used with, each value passes through the column type's own bind processor (the
@@ -87,7 +87,7 @@ def execute_many(
 def send_many(connection: Connection, sql: str, parameters: Sequence[Any]) -> None:
     """`sql` once per parameter set, on a cursor of the transaction's own driver
     connection. `exec_driver_sql` spent 20 us of a one-row UPDATE's 23 us on its
-    execution context (issue 19). Errors are raised as SQLAlchemy raises them, a
+    execution context (measured on the fleet). Errors are raised as SQLAlchemy raises them, a
     DBAPIError around the driver's error, and a lost connection is invalidated
     as SQLAlchemy would, so callers see no difference."""
     dialect = connection.dialect

@@ -81,7 +81,7 @@ class RunRecord(msgspec.Struct, frozen=True, gc=False):
     garbage collector does not track (`gc=False`): they hold plain values
     (strings, numbers, tuples, JSON-like dicts and lists) and never a reference
     cycle, and at 10,000 workers the collector walking tens of thousands of
-    live task records was the longest pause the server had (issue 19,
+    live task records was the longest pause the server had (the fleet benchmark,
     docs/benchmarks.md). A pentanomial is a tuple for the same reason: CPython
     stops tracking a tuple of numbers once it has survived a collection.
     """

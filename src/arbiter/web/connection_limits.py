@@ -130,7 +130,7 @@ class IdleConnections:
     request: at a fleet's rate that is a timer handle, a libuv timer, a bound
     method and a context made and dropped per request, with one set alive per
     idle connection, which every young collection of the garbage collector
-    walks (issue 19). Here going idle costs a dict insert and a request a dict
+    walks (measured on the fleet). Here going idle costs a dict insert and a request a dict
     pop. The sweep runs while any connection waits and stops at the first one
     not yet due, since the dict keeps them in the order they went idle.
     """
@@ -303,7 +303,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             # makes new ones). Let them go now rather than at the connection's
             # next request: kept, each of 10,000 idle connections held a
             # finished request's two dozen objects, which every young
-            # collection of the garbage collector walked (issue 19).
+            # collection of the garbage collector walked (measured on the fleet).
             self.cycle = None  # type: ignore[assignment]
             self.scope = {}  # type: ignore[typeddict-item]
             self.headers = []

@@ -30,9 +30,10 @@ from arbiter.domain.errors import (
     ValidationError,
 )
 from arbiter.domain.files.stored import FileUnavailable
+from arbiter.protocol import TEMPORARY_STATUSES
 from arbiter.storage import StorageUnavailable
 from arbiter.web.middleware import is_api_path, request_started_at
-from arbiter.web.replies import DEFAULT_RETRY_AFTER, TEMPORARY_STATUSES, api_error_body
+from arbiter.web.replies import DEFAULT_RETRY_AFTER, api_error_body
 from arbiter.web.templating import render_error_page
 
 log = logging.getLogger("arbiter.web")

@@ -192,10 +192,7 @@ async def worker_package_info(request: Request) -> Response:
 
 async def download_worker_package(request: Request) -> Response:
     """The worker wheel this server was installed with (the workers' self-update)."""
-    package = _worker_package(request)
-    return FileResponse(
-        package.path, media_type="application/zip", headers=_attachment(package.filename)
-    )
+    return _wheel(_worker_package(request))
 
 
 async def download_worker_wheel(request: Request) -> Response:
@@ -205,6 +202,10 @@ async def download_worker_wheel(request: Request) -> Response:
     package = _worker_package(request)
     if request.path_params["filename"] != package.filename:
         raise ApiError(404, f"this server's worker package is {package.filename}")
+    return _wheel(package)
+
+
+def _wheel(package: WorkerPackage) -> Response:
     return FileResponse(
         package.path, media_type="application/zip", headers=_attachment(package.filename)
     )

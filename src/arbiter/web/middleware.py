@@ -13,13 +13,8 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from arbiter.protocol import API_PREFIX, WORKER_PATHS
-from arbiter.web.replies import (
-    DEFAULT_RETRY_AFTER,
-    TEMPORARY_STATUSES,
-    api_error_body,
-    plain_error_body,
-)
+from arbiter.protocol import API_PREFIX, TEMPORARY_STATUSES, WORKER_PATHS
+from arbiter.web.replies import DEFAULT_RETRY_AFTER, api_error_body, plain_error_body
 
 STATE_KEY = "arbiter.started_at"
 HEAD_KEY = "arbiter.head"  # set on a HEAD request that is being served as GET

@@ -28,14 +28,13 @@ from starlette.types import Scope, Send
 
 from arbiter.domain.runs.scheduler import too_busy
 from arbiter.telemetry import SHED_TOO_BUSY, SHED_UNAVAILABLE
-from arbiter.web.middleware import NOSNIFF, request_started_at
-from arbiter.web.replies import json_body, temporary_refusal_body
+from arbiter.web.middleware import request_started_at, send_body, send_error
+from arbiter.web.replies import json_body
 from arbiter.web.settings import OVERLOAD_LAG_MS
 
 LAG_PERIOD = 0.1  # s between the lag monitor's timers (a fifth of the limit: 10 wake-ups a second)
 LAG_LIMIT = OVERLOAD_LAG_MS / 1000  # s late, by default: the loop has that much work queued
 SHED_HOLD = 1.0  # s of shedding after the lag was last over the limit
-RETRY_AFTER = "5"  # s a turned-away worker waits (the reference's workers retry)
 SHED_MESSAGE = "server overloaded, retry shortly"
 # Calls served even while shedding: refused, the official worker would not retry them.
 NEVER_SHED = frozenset({"/api/request_spsa", "/api/upload_pgn"})
@@ -87,17 +86,11 @@ def sheds(path: str) -> bool:
 
 async def send_shed_reply(scope: Scope, send: Send) -> None:
     """Turn a worker call away at once: request_task gets the reference's "too
-    busy", every other call a temporary 503 with Retry-After."""
-    started = request_started_at(scope)
-    path = scope["path"]
-    headers = [(b"content-type", b"application/json"), NOSNIFF]
-    if path == "/api/request_task":
-        status, body = 200, json_body(too_busy(), started)
+    busy", every other call a temporary 503 with Retry-After (`send_error`)."""
+    if scope["path"] == "/api/request_task":
         SHED_TOO_BUSY.inc()
-    else:
-        status, body = 503, temporary_refusal_body(path, SHED_MESSAGE)
-        headers.append((b"retry-after", RETRY_AFTER.encode()))
-        SHED_UNAVAILABLE.inc()
-    headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+        body = json_body(too_busy(), request_started_at(scope))
+        await send_body(send, 200, b"application/json", body)
+        return
+    SHED_UNAVAILABLE.inc()
+    await send_error(scope, send, 503, SHED_MESSAGE)

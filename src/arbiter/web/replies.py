@@ -20,11 +20,10 @@ from typing import Any
 
 import msgspec
 
-from arbiter.protocol import WORKER_PATHS
+from arbiter.protocol import TEMPORARY_STATUSES, WORKER_PATHS
 
 _encoder = msgspec.json.Encoder()
 
-TEMPORARY_STATUSES = frozenset({429, 503})
 DEFAULT_RETRY_AFTER = 5  # s, when the refusal itself does not know better
 
 

@@ -5,7 +5,7 @@ layer; a worker's POST to one of `WORKER_PATHS` needs none of them. At 10,000
 workers these calls are nearly all the traffic. `ArbiterApp` (web/app.py)
 hands them to `WorkerCalls` before Starlette's middleware stack: one coroutine
 that does what the layers they passed through did, in the same order, without
-one coroutine and one wrapper of `send` per layer (issue 19's profiles put
+one coroutine and one wrapper of `send` per layer (the fleet benchmark's profiles put
 those layers, and Starlette's body stream and response call, at about a tenth
 of the core):
 

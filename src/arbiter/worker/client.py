@@ -27,6 +27,7 @@ import httpx2 as httpx
 import msgspec
 
 from arbiter import __version__
+from arbiter.protocol import TEMPORARY_STATUSES
 from arbiter.protocol.messages import (
     BeatRequest,
     FailedTaskRequest,
@@ -49,7 +50,6 @@ log = logging.getLogger("arbiter.worker.api")
 HTTP_TIMEOUT = 30.0  # s, per request (reference 11)
 UPDATE_ATTEMPTS = 5  # update_task tries on transport failures (reference 1.4)
 UPDATE_RETRY_DELAY = 15.0  # s between them
-TEMPORARY_STATUSES = frozenset({429, 503})
 # s a task's report or closing keeps being sent while the server refuses it
 # for now: longer than a restart or an overload episode lasts
 TEMPORARY_PATIENCE = 900.0

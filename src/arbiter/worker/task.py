@@ -95,7 +95,7 @@ class _Progress:
     faults: int = 0  # crashes, stalls and time losses so far
     # The run's SPRT (LLR, lower, upper bound): as given with the task, then
     # as the server says after each report.
-    sprt_llr: tuple[float, float, float] | None = None
+    sprt_llr: tuple[float, float, float] | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.sprt_llr = self.assignment.sprt_llr

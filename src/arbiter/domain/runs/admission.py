@@ -10,7 +10,7 @@ spelling a worker sends makes no difference.
 
 A call refused only for its account's share need not be refused while the
 gate has room: with many workers on few accounts, two or three calls of one
-account often meet by chance (issue 19: 0.2-0.4% of request_task at 10,000
+account often meet by chance (the fleet benchmark: 0.2-0.4% of request_task at 10,000
 workers on 8 accounts). `enter_or_wait` lets such a call wait, on the event
 loop and holding nothing, for one of its account's places, handed to it as it
 is given back, so the account never holds more than its share; at most
@@ -23,7 +23,7 @@ share, should not take the place before them.
 Nor need a call be refused the moment the gate is full: the gate is held
 for milliseconds, and fills when the assignment thread is held up for a few
 tens of them (a garbage collection, a WAL checkpoint, the host taking the
-core; issue 19: about 0.17% of request_task at 10,000 workers x4), or
+core; the fleet benchmark: about 0.17% of request_task at 10,000 workers x4), or
 when one batch of results ends many tasks at once and their workers all
 ask for the next. Each such refusal idles a worker's machine for 15 s or
 more (the worker backs off). Given `room_patience`, a call at a full gate

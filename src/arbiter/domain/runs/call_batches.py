@@ -8,7 +8,7 @@ no threadpool thread; any other thread blocks on an event. The thread starts
 when a call comes and ends after `idle_seconds` without one.
 
 A batch's transaction, commit and fsync cost the same whatever it holds
-(issue 19: about 500 us of CPU for one update_task, 430 us an update in a batch
+(the fleet benchmark: about 500 us of CPU for one update_task, 430 us an update in a batch
 of four), so a thread may gather when CPU is scarce: given `gather_seconds`,
 when calls arrive fast enough that at least half a call more is expected
 meanwhile, the thread lets the first waiting call wait before it takes the

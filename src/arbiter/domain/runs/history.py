@@ -4,7 +4,7 @@ Neither the tasks nor the actions keep this: a task's stats are cumulative and
 overwritten, so the order in which games arrived is lost. The run keeps the
 points in its own column, `RunRecord.results_history`, apart from its args:
 the args of an SPRT run change with every result, the history only when a
-point is fixed, so a result update no longer re-encodes 64 points (issue 19).
+point is fixed, so a result update no longer re-encodes 64 points (measured on the fleet).
 
 Only fixed points are stored. The latest point is the run's current totals and
 LLR, derived when read, so it costs nothing to keep up to date. A point is

@@ -6,7 +6,7 @@ strings, numbers and untracked tuples is one it does not track. So the few
 sequences in a worker_info (its architecture, Python and compiler versions)
 are tuples shared between tasks: a shared tuple of plain values stops being
 tracked once it has survived a collection, and from then on the dicts built
-with it are never walked (issue 19, docs/benchmarks.md). Their JSON is the
+with it are never walked (docs/benchmarks.md). Their JSON is the
 reference's, arrays as before.
 
 Runs on the scheduling thread (`task_worker_info`); the shared table is only

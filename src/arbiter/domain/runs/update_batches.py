@@ -2,7 +2,7 @@
 
 Every update_task used to take a threadpool thread, open a transaction, write
 its task and its run, commit and wait for the WAL sync: at a few hundred
-updates a second most of the core went to that per-call machinery (issue 19's
+updates a second most of the core went to that per-call machinery (the fleet benchmark's
 profiles: SQLAlchemy's connection, begin, execute and commit, the thread hops),
 not to the update itself. Here one thread takes every update waiting, folds
 each into its run's change under the run's lock (updates of one run chain,
@@ -41,7 +41,7 @@ IDLE_SECONDS = 2.0  # the batch thread ends after this long without an update
 # Near saturation an update may wait this long for others to share its
 # transaction and fsync (call_batches.py: less while the CPU is not scarce, none
 # below half a core): some ms on a call a worker makes every minute or so, for
-# about a tenth less CPU per request in issue 19's heavy fleet at x4.
+# about a tenth less CPU per request in the fleet benchmark's heavy mix at x4.
 GATHER_SECONDS = 0.010
 
 

@@ -2,7 +2,7 @@
 
 The charts' points (domain/runs/history.py) lived in `args["results_history"]`,
 so every result update of an SPRT run re-encoded them with the SPRT state it
-changes (issue 19). They move to `runs.results_history`, which a result update
+changes (measured on the fleet). They move to `runs.results_history`, which a result update
 writes only when it fixes a point; the latest point is derived from the run.
 
 Revision ID: 0008
