@@ -11,6 +11,7 @@ from arbiter.domain.actions import SYSTEM_USER
 from arbiter.domain.errors import DomainError, ValidationError
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.data_dir_import import import_data_dir_files
+from arbiter.domain.runs import contribution_totals
 from arbiter.storage import Storage
 from arbiter.storage.backup import BackupError, backup, restore
 from arbiter.storage.engine import describe_url, make_engine, probe
@@ -113,6 +114,9 @@ def db_upgrade(settings: Settings) -> int:
         upgrade(engine)
         after = schema_status(engine)
         storage = Storage(engine)
+        if not contribution_totals.built(storage):
+            print("building the contributor totals from every task (once)")
+            contribution_totals.rebuild(storage)
         files = file_store(storage, settings)
         report = import_data_dir_files(storage, settings.data_dir, files)
     finally:

@@ -19,6 +19,7 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from sqlalchemy.exc import DBAPIError
 
+from arbiter.domain.runs import contribution_totals
 from arbiter.importer.collections import IGNORED, Document, Kind, Prepared, kinds
 from arbiter.importer.dump import BadDocument, CollectionFile, DocumentStream, fingerprint
 from arbiter.importer.progress import Progress
@@ -77,6 +78,9 @@ class FishtestImport:
                 break  # stopped on purpose (stop_after_batches)
         for name in sorted(set(self._files) - set(self._kinds)):
             report.ignored[name] = IGNORED.get(name, "not used by Arbiter")
+        if any(c.name == "runs" and c.complete for c in report.collections):
+            # Derived from the runs and tasks, exactly as live operation keeps them.
+            contribution_totals.rebuild(self._storage)
         return report
 
     def _check_target(self) -> bool:

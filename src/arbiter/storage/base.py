@@ -5,7 +5,7 @@ by itself, so a domain operation and its audit action commit together or not
 at all.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -177,12 +177,41 @@ class FinishedRunFilter:
 
 @dataclass(frozen=True, slots=True)
 class TaskContribution:
-    """Games one user's workers played for one run (contributors page)."""
+    """Games one user's workers played for one run on one UTC day (the day of
+    each task's last update): what contributor totals are rebuilt from."""
 
     username: str
     run_id: str
+    day: int
     games: int
     last_updated: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunCost:
+    """What contributor totals need of a run: whose it is, when it was submitted,
+    whether its games and its test count, and what a game of it costs."""
+
+    run_id: str
+    username: str
+    start_time: float
+    finished: bool
+    deleted: bool
+    tc: str
+    threads: int
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """One user's totals (all time, or one UTC day, or summed over days), or a
+    change to add to them (negative numbers take away)."""
+
+    username: str
+    games: int
+    cpu_seconds: float
+    tests: int
+    last_active: float
+    day: int = 0  # days since the Unix epoch (UTC); unused in all-time totals
 
 
 class RunStore(Protocol):
@@ -205,8 +234,9 @@ class RunStore(Protocol):
         """How many finished runs `finished` would list without its offset and limit."""
         ...
 
-    def count_by_user(self, *, since: float | None = None) -> dict[str, int]:
-        """Runs each user submitted (deleted ones left out), from `since` on."""
+    def costs(self) -> Iterator[RunCost]:
+        """Every run's `RunCost`, streamed: a full scan, for rebuilding contributor
+        totals only."""
         ...
 
 
@@ -235,17 +265,38 @@ class TaskStore(Protocol):
         ...
 
     def delete_for_run(self, run_id: str) -> None: ...
-    def games_by_run(self, username: str) -> dict[str, int]:
-        """Games each run got from this user's workers (for CPU-hour totals)."""
-        ...
-
-    def contributions(self, *, since: float | None = None) -> list[TaskContribution]:
-        """Games per (user, run) of tasks updated from `since` on, with the last update."""
+    def contributions(self) -> Iterator[TaskContribution]:
+        """Games per (user, run, day of last update) over every task, streamed:
+        a full scan, for rebuilding contributor totals only."""
         ...
 
     def active(self) -> list[TaskRecord]:
         """Every active task (the machines at work), by run and task id."""
         ...
+
+
+class ContributionStore(Protocol):
+    """Contributor totals: per user all time, and per user and UTC day."""
+
+    def add(self, changes: Iterable[Contribution]) -> None:
+        """Add each change to its user's all-time row and to its (user, day) row;
+        the last activity only ever moves forward."""
+        ...
+
+    def all_time(self) -> list[Contribution]: ...
+    def of_user(self, username: str) -> Contribution | None:
+        """The user's all-time row (exact name)."""
+        ...
+
+    def since(self, day: int) -> list[Contribution]:
+        """Each user's sums over the days from `day` on."""
+        ...
+
+    def tests(self) -> int:
+        """Runs submitted and not deleted, all users (a sum over a row a user)."""
+        ...
+
+    def clear(self) -> None: ...
 
 
 class FileChunkStore(Protocol):

@@ -159,6 +159,32 @@ tasks = Table(
     Index(None, "worker_name", "active"),
 )
 
+# Who gave the fleet its games (the contributors page, a worker's right to stop
+# a run), kept as runs change (domain/runs/contribution_totals.py): per user,
+# the games and CPU time of their workers in finished runs and the runs they
+# submitted; all time, and per UTC day for the last 30 days' table.
+contributor_totals = Table(
+    "contributor_totals",
+    metadata,
+    Column("username", String(64), primary_key=True),
+    Column("games", BigInteger, nullable=False, default=0),
+    Column("cpu_seconds", Float, nullable=False, default=0.0),
+    Column("tests", Integer, nullable=False, default=0),
+    Column("last_active", Float, nullable=False, default=0.0),
+)
+
+contributor_days = Table(
+    "contributor_days",
+    metadata,
+    Column("username", String(64), primary_key=True),
+    Column("day", Integer, primary_key=True, autoincrement=False),  # days since 1970-01-01 UTC
+    Column("games", BigInteger, nullable=False, default=0),
+    Column("cpu_seconds", Float, nullable=False, default=0.0),
+    Column("tests", Integer, nullable=False, default=0),
+    Column("last_active", Float, nullable=False, default=0.0),
+    Index(None, "day"),
+)
+
 actions = Table(
     "actions",
     metadata,

@@ -21,6 +21,7 @@ from arbiter.storage import durability
 from arbiter.storage.base import (
     ActionStore,
     BookStore,
+    ContributionStore,
     FileChunkStore,
     KVStore,
     NetStore,
@@ -35,6 +36,7 @@ from arbiter.storage.base import (
 from arbiter.storage.engine import held_connection, read_transaction, write_transaction
 from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.sql_actions import SqlActionStore
+from arbiter.storage.sql_contributions import SqlContributionStore
 from arbiter.storage.sql_files import SqlBookStore, SqlFileChunkStore, SqlNetStore, SqlPgnStore
 from arbiter.storage.sql_import import SqlImportStore
 from arbiter.storage.sql_kv import SqlKVStore
@@ -79,6 +81,10 @@ class Tx:
     @cached_property
     def tasks(self) -> TaskStore:
         return SqlTaskStore(self.connection)
+
+    @cached_property
+    def contributions(self) -> ContributionStore:
+        return SqlContributionStore(self.connection)
 
     @cached_property
     def worker_blocks(self) -> WorkerBlockStore:

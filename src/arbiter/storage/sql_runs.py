@@ -1,16 +1,39 @@
 """Runs and tasks on SQL. Rows map one to one onto `RunRecord` / `TaskRecord`."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, bindparam, delete, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Integer,
+    Row,
+    Select,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 
-from arbiter.storage.base import FinishedRunFilter, TaskContribution
+from arbiter.storage.base import FinishedRunFilter, RunCost, TaskContribution
 from arbiter.storage.prepared import execute_many
 from arbiter.storage.records import RunRecord, TaskRecord, column_names
 from arbiter.storage.schema import runs, tasks
 
 LTC_TC_BASE = 40.0  # seconds: a run is "long time control" from 40 s per game on
+STREAM_ROWS = 10_000  # rows fetched at a time by the full scans of a rebuild
+DAY_SECONDS = 86400
+
+
+def utc_day(connection: Connection, seconds: ColumnElement[float]) -> ColumnElement[int]:
+    """Days since 1970-01-01 UTC of a Unix time, in SQL: SQLite's CAST truncates
+    (times are positive), PostgreSQL's rounds, so it takes the floor first."""
+    if connection.dialect.name == "postgresql":
+        return cast(func.floor(seconds / DAY_SECONDS), Integer)
+    return cast(seconds / DAY_SECONDS, Integer)
 
 
 _RUN_COLUMNS = column_names(RunRecord)
@@ -121,12 +144,21 @@ class SqlRunStore:
         query = _finished_where(select(func.count()).select_from(runs), run_filter)
         return int(self._connection.execute(query).scalar_one())
 
-    def count_by_user(self, *, since: float | None = None) -> dict[str, int]:
-        query = select(runs.c.username, func.count()).where(runs.c.deleted.is_(False))
-        if since is not None:
-            query = query.where(runs.c.start_time >= since)
-        query = query.group_by(runs.c.username)
-        return {name: int(count) for name, count in self._connection.execute(query)}
+    def costs(self) -> Iterator[RunCost]:
+        query = select(
+            runs.c.id,
+            runs.c.username,
+            runs.c.start_time,
+            runs.c.finished,
+            runs.c.deleted,
+            runs.c.args["tc"].as_string(),
+            runs.c.args["threads"].as_integer(),
+        )
+        for row in self._connection.execute(query.execution_options(yield_per=STREAM_ROWS)):
+            run_id, username, start, finished, deleted, tc, threads = row
+            yield RunCost(
+                run_id, username, start, bool(finished), bool(deleted), tc or "", int(threads or 1)
+            )
 
 
 def _finished_where(query: Select[Any], run_filter: FinishedRunFilter) -> Select[Any]:
@@ -198,25 +230,15 @@ class SqlTaskStore:
         )
         return self._connection.execute(statement).rowcount
 
-    def games_by_run(self, username: str) -> dict[str, int]:
+    def contributions(self) -> Iterator[TaskContribution]:
         played = func.sum(tasks.c.wins + tasks.c.losses + tasks.c.draws)
-        query = (
-            select(tasks.c.run_id, played)
-            .where(tasks.c.username == username)
-            .group_by(tasks.c.run_id)
-        )
-        return {run_id: int(games or 0) for run_id, games in self._connection.execute(query)}
-
-    def contributions(self, *, since: float | None = None) -> list[TaskContribution]:
-        played = func.sum(tasks.c.wins + tasks.c.losses + tasks.c.draws)
-        query = select(tasks.c.username, tasks.c.run_id, played, func.max(tasks.c.last_updated))
-        if since is not None:
-            query = query.where(tasks.c.last_updated >= since)
-        query = query.group_by(tasks.c.username, tasks.c.run_id)
-        return [
-            TaskContribution(username, run_id, int(games or 0), float(last))
-            for username, run_id, games, last in self._connection.execute(query)
-        ]
+        day = utc_day(self._connection, tasks.c.last_updated)
+        query = select(
+            tasks.c.username, tasks.c.run_id, day, played, func.max(tasks.c.last_updated)
+        ).group_by(tasks.c.username, tasks.c.run_id, day)
+        for row in self._connection.execute(query.execution_options(yield_per=STREAM_ROWS)):
+            username, run_id, on_day, games, last = row
+            yield TaskContribution(username, run_id, int(on_day), int(games or 0), float(last))
 
     def active(self) -> list[TaskRecord]:
         query = (

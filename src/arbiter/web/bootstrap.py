@@ -26,6 +26,7 @@ from arbiter.domain.password_guard import PasswordGuard, PasswordLimits
 from arbiter.domain.repos.cache import RepoCache
 from arbiter.domain.repos.reading import CodeReader, GitLimits
 from arbiter.domain.repos.work import GitWork
+from arbiter.domain.runs import contribution_totals
 from arbiter.domain.runs.admission import AdmissionGate, fair_share
 from arbiter.domain.runs.approval import ApprovalPolicy
 from arbiter.domain.runs.code_args import CodeSource
@@ -107,8 +108,15 @@ def open_database(settings: Settings, lease: PrimaryLease | None) -> OpenedDatab
             lease.acquire()
         probe(engine)
         created = prepare_database(engine, secondary=not settings.is_primary)
-        with Storage(engine).read() as tx:
-            runs = sum(tx.runs.count_by_user().values())
+        storage = Storage(engine)
+        if settings.is_primary and not contribution_totals.built(storage):
+            # Only after an upgrade that was cut short: `db upgrade` builds them.
+            log.warning(
+                "building the contributor totals from every task (once; slow on a long history)"
+            )
+            contribution_totals.rebuild(storage)
+        with storage.read() as tx:
+            runs = tx.contributions.tests()  # a row a user, not a scan of the runs
         url = engine.url
         if url.get_backend_name() == "sqlite":
             where = f"SQLite {url.database}"

@@ -2,20 +2,27 @@
 
 Per user: games their workers played, CPU hours (games × threads × estimated
 game length of each run), tests they submitted, and when a worker of theirs
-last reported. Built from one grouped query over tasks; the tables are cached
-for CACHE_SECONDS because every visitor sees the same numbers.
+last reported. The finished runs' part is read from the totals storage keeps
+as runs change (contribution_totals.py: a few hundred rows, whatever the
+history's size); the live runs' part is added from memory (from storage on a
+secondary). Every visitor sees the same numbers, so a table is built once per
+CACHE_SECONDS, by one thread while the others wait for it.
 Runs in the threadpool.
 """
 
 import threading
 from dataclasses import dataclass
 
-from arbiter.domain.run_args import parse_time_control
+from arbiter.domain.runs import contribution_totals
 from arbiter.domain.runs.registry import RunContext
-from arbiter.storage.base import TaskContribution
+from arbiter.storage import Tx
+from arbiter.storage.base import Contribution
+from arbiter.storage.records import RunRecord, TaskRecord
 
 CACHE_SECONDS = 60.0
-MONTH_SECONDS = 30 * 86400.0
+MONTH_DAYS = 30  # the monthly table: the last 30 UTC days, today included
+MONTH_SECONDS = MONTH_DAYS * 86400.0
+HOURS_PER_YEAR = 8766.0  # 365.25 days
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +38,6 @@ class Contributor:
         return self.games / self.cpu_hours if self.cpu_hours > 0 else 0.0
 
 
-HOURS_PER_YEAR = 8766.0  # 365.25 days
-
-
 @dataclass(frozen=True, slots=True)
 class Summary:
     """The contributors page's cards: people who played, people who submitted,
@@ -46,63 +50,111 @@ class Summary:
     tests: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Built:
+    at: float
+    table: list[Contributor]
+    summary: Summary
+
+
 class Contributors:
     def __init__(self, context: RunContext) -> None:
         self._context = context
-        self._lock = threading.Lock()
-        self._cache: dict[bool, tuple[float, list[Contributor], Summary]] = {}
+        self._cache: dict[bool, _Built] = {}
+        self._cache_lock = threading.Lock()
+        self._build_lock = threading.Lock()  # one build at a time; others wait for it
 
     def table(self, *, last_month: bool = False) -> list[Contributor]:
         """Contributors by CPU hours, largest first."""
-        return self._cached(last_month)[0]
+        return self._cached(last_month).table
 
     def summary(self, *, last_month: bool = False) -> Summary:
-        return self._cached(last_month)[1]
+        return self._cached(last_month).summary
 
-    def _cached(self, last_month: bool) -> tuple[list[Contributor], Summary]:
-        now = self._context.clock()
-        with self._lock:
-            cached = self._cache.get(last_month)
-        if cached is not None and now - cached[0] < CACHE_SECONDS:
-            return cached[1], cached[2]
-        built, summary = self._build(now - MONTH_SECONDS if last_month else None)
-        with self._lock:
-            self._cache[last_month] = (now, built, summary)
-        return built, summary
-
-    def _build(self, since: float | None) -> tuple[list[Contributor], Summary]:
+    def cpu_hours(self, username: str) -> float:
+        """CPU hours this user's workers gave, all time (uncached: a worker's
+        right to stop a run depends on it)."""
         with self._context.storage.read() as tx:
-            rows = tx.tasks.contributions(since=since)
-            tests = tx.runs.count_by_user(since=since)
-            runs = tx.runs.get_many(sorted({row.run_id for row in rows}))
-        seconds_per_game = {
-            run.id: int(run.args["threads"]) * parse_time_control(run.args["tc"]).game_duration()
-            for run in runs
-        }
-        table = _summarise(rows, seconds_per_game, tests)
-        summary = Summary(
-            testers=sum(1 for c in table if c.games > 0),
-            developers=sum(1 for count in tests.values() if count > 0),
-            cpu_years=sum(c.cpu_hours for c in table) / HOURS_PER_YEAR,
-            games=sum(c.games for c in table),
-            tests=sum(tests.values()),
-        )
-        return table, summary
+            stored = tx.contributions.of_user(username)
+            live = self._live(tx)
+        seconds = stored.cpu_seconds if stored is not None else 0.0
+        seconds += sum(c.cpu_seconds for c in live if c.username == username)
+        return seconds / 3600.0
+
+    def _cached(self, last_month: bool) -> _Built:
+        fresh = self._fresh(last_month)
+        if fresh is not None:
+            return fresh
+        with self._build_lock:
+            fresh = self._fresh(last_month)  # built by the thread we waited for
+            if fresh is not None:
+                return fresh
+            built = self._build(last_month)
+        with self._cache_lock:
+            self._cache[last_month] = built
+        return built
+
+    def _fresh(self, last_month: bool) -> _Built | None:
+        with self._cache_lock:
+            cached = self._cache.get(last_month)
+        if cached is not None and self._context.clock() - cached.at < CACHE_SECONDS:
+            return cached
+        return None
+
+    def _build(self, last_month: bool) -> _Built:
+        now = self._context.clock()
+        first_day = contribution_totals.day_of(now) - MONTH_DAYS + 1 if last_month else None
+        with self._context.storage.read() as tx:
+            if first_day is None:
+                stored = tx.contributions.all_time()
+            else:
+                stored = tx.contributions.since(first_day)
+            # After the stored part: a run that finishes meanwhile is left out
+            # for one cache period rather than counted twice.
+            live = self._live(tx)
+        if first_day is not None:
+            live = [c for c in live if c.day >= first_day]
+        everyone = _summarise([*stored, *live])
+        table = [c for c in everyone if c.games > 0]  # the table lists who played
+        # The stamp is the build's end: a slow build is still served from the cache.
+        return _Built(self._context.clock(), table, _summary(everyone))
+
+    def _live(self, tx: Tx) -> list[Contribution]:
+        """The games of unfinished runs: memory on the primary, `tx` on a secondary."""
+        states = self._context.registry.states()
+        runs: list[tuple[RunRecord, list[TaskRecord]]]
+        if states:
+            runs = [(state.run, list(state.tasks)) for state in states]
+        else:
+            unfinished = tx.runs.unfinished()
+            tasks = tx.tasks.for_runs([run.id for run in unfinished])
+            runs = [(run, [t for t in tasks if t.run_id == run.id]) for run in unfinished]
+        return contribution_totals.live(runs)
 
 
-def _summarise(
-    rows: list[TaskContribution], seconds_per_game: dict[str, float], tests: dict[str, int]
-) -> list[Contributor]:
+def _summarise(rows: list[Contribution]) -> list[Contributor]:
     games: dict[str, int] = {}
     seconds: dict[str, float] = {}
+    tests: dict[str, int] = {}
     last: dict[str, float] = {}
     for row in rows:
-        games[row.username] = games.get(row.username, 0) + row.games
-        cost = seconds_per_game.get(row.run_id, 0.0) * row.games
-        seconds[row.username] = seconds.get(row.username, 0.0) + cost
-        last[row.username] = max(last.get(row.username, 0.0), row.last_updated)
+        name = row.username
+        games[name] = games.get(name, 0) + row.games
+        seconds[name] = seconds.get(name, 0.0) + row.cpu_seconds
+        tests[name] = tests.get(name, 0) + row.tests
+        last[name] = max(last.get(name, 0.0), row.last_active)
     table = [
-        Contributor(name, games[name], seconds[name] / 3600.0, tests.get(name, 0), last[name])
+        Contributor(name, games[name], seconds[name] / 3600.0, tests[name], last[name])
         for name in games
     ]
     return sorted(table, key=lambda c: (-c.cpu_hours, -c.games, c.username))
+
+
+def _summary(everyone: list[Contributor]) -> Summary:
+    return Summary(
+        testers=sum(1 for c in everyone if c.games > 0),
+        developers=sum(1 for c in everyone if c.tests > 0),
+        cpu_years=sum(c.cpu_hours for c in everyone) / HOURS_PER_YEAR,
+        games=sum(c.games for c in everyone),
+        tests=sum(c.tests for c in everyone),
+    )

@@ -18,7 +18,7 @@ from arbiter.domain.files.books import BookIndex
 from arbiter.domain.modify_rules import Modifiable, RunFacts, RunKind, apply_modification
 from arbiter.domain.repos.reading import CodeFacts
 from arbiter.domain.run_args import RunArgs, parse_run_args
-from arbiter.domain.runs import code_view
+from arbiter.domain.runs import code_view, contribution_totals
 from arbiter.domain.runs.approval import (
     NOT_APPROVER,
     OWN_RUN,
@@ -121,6 +121,7 @@ class RunLifecycle:
                 run = evolve(run, rescheduled_from=rescheduled_from)
             entry = run_action(run, "new_run", user.username, _describe(run), now)
             tx.runs.add(run)
+            tx.contributions.add([contribution_totals.submitted(run)])
             code_view.save(tx, run.id, facts)
             mark_nets_tested(tx, run, facts)
             _record(tx, entry)

@@ -19,9 +19,10 @@ from typing import Any
 
 from arbiter.domain import actions
 from arbiter.domain.profile_fields import username_key
-from arbiter.domain.runs import bad_tasks
+from arbiter.domain.runs import bad_tasks, contribution_totals
 from arbiter.domain.runs.totals import apply_change
 from arbiter.storage import Storage, Tx
+from arbiter.storage.base import Contribution
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 LEASE_SECONDS = 360.0  # a task silent this long is reclaimed (reference 7.1)
@@ -222,8 +223,23 @@ def write_changes(tx: Tx, changes: list[tuple[RunState, Change]]) -> None:
         ]
     )
     tx.runs.save_many([(change.run, state.run) for state, change in changes])
+    totals = _contribution_changes(changes)
+    if totals:
+        tx.contributions.add(totals)
     for _, change in changes:
         if change.purged:
             bad_tasks.append(tx, change.run.id, change.purged)
         for entry in change.log:
             actions.record(tx, **entry)
+
+
+def _contribution_changes(changes: list[tuple[RunState, Change]]) -> list[Contribution]:
+    """What the changes change in contributor totals: for a result update of a
+    live run, three flags read and nothing else."""
+    found: list[Contribution] = []
+    for state, change in changes:
+        stored, new = state.run, change.run
+        if stored.finished or new.finished or stored.deleted != new.deleted:
+            new_tasks = [change.current(task) for task in state.tasks] + change.added
+            found += contribution_totals.of_change(stored, state.tasks, new, new_tasks)
+    return found

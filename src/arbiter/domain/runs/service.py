@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from arbiter.domain.files.books import AnyBook, BookIndex
-from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.admission import AdmissionGate
 from arbiter.domain.runs.approval import ApprovalPolicy
 from arbiter.domain.runs.code_args import CodeSource, local_code_source
@@ -88,11 +87,4 @@ class Runs:
 
     def cpu_hours(self, username: str) -> float:
         """CPU hours this user's workers gave: games × threads × game length."""
-        with self.context.storage.read() as tx:
-            games = tx.tasks.games_by_run(username)
-            runs = tx.runs.get_many(list(games))
-        seconds = 0.0
-        for run in runs:
-            duration = parse_time_control(run.args["tc"]).game_duration()
-            seconds += games[run.id] * int(run.args["threads"]) * duration
-        return seconds / 3600.0
+        return self.contributors.cpu_hours(username)

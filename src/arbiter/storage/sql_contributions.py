@@ -1,0 +1,106 @@
+"""Contributor totals on SQL: one upsert statement per table for a batch of changes."""
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Table, case, delete, func, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from arbiter.storage.base import Contribution
+from arbiter.storage.schema import contributor_days, contributor_totals
+
+_SUMMED = ("games", "cpu_seconds", "tests")
+
+
+class SqlContributionStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def add(self, changes: Iterable[Contribution]) -> None:
+        by_user: dict[str, dict[str, Any]] = {}
+        by_day: dict[tuple[str, int], dict[str, Any]] = {}
+        for change in changes:
+            _fold(by_user, change.username, {"username": change.username}, change)
+            key = {"username": change.username, "day": change.day}
+            _fold(by_day, (change.username, change.day), key, change)
+        self._upsert(contributor_totals, ("username",), list(by_user.values()))
+        self._upsert(contributor_days, ("username", "day"), list(by_day.values()))
+
+    def _upsert(self, table: Table, keys: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        dialect = postgresql if self._connection.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(table)
+        new = statement.excluded
+        values = {name: table.c[name] + new[name] for name in _SUMMED}
+        values["last_active"] = case(
+            (new.last_active > table.c.last_active, new.last_active),
+            else_=table.c.last_active,
+        )
+        statement = statement.on_conflict_do_update(index_elements=list(keys), set_=values)
+        self._connection.execute(statement, rows)
+
+    def all_time(self) -> list[Contribution]:
+        totals = contributor_totals.c
+        query = select(contributor_totals).where(_some(totals)).order_by(totals.username)
+        return [_contribution(row._mapping) for row in self._connection.execute(query)]
+
+    def of_user(self, username: str) -> Contribution | None:
+        query = select(contributor_totals).where(contributor_totals.c.username == username)
+        row = self._connection.execute(query).one_or_none()
+        return None if row is None else _contribution(row._mapping)
+
+    def since(self, day: int) -> list[Contribution]:
+        days = contributor_days.c
+        query = (
+            select(
+                days.username,
+                func.sum(days.games).label("games"),
+                func.sum(days.cpu_seconds).label("cpu_seconds"),
+                func.sum(days.tests).label("tests"),
+                func.max(days.last_active).label("last_active"),
+            )
+            .where(days.day >= day, _some(days))
+            .group_by(days.username)
+            .order_by(days.username)
+        )
+        return [_contribution(row._mapping) for row in self._connection.execute(query)]
+
+    def tests(self) -> int:
+        total = select(func.coalesce(func.sum(contributor_totals.c.tests), 0))
+        return int(self._connection.execute(total).scalar_one())
+
+    def clear(self) -> None:
+        self._connection.execute(delete(contributor_days))
+        self._connection.execute(delete(contributor_totals))
+
+
+def _some(columns: Any) -> ColumnElement[bool]:
+    """Rows with something to show: a re-opened or deleted run leaves zeros."""
+    return or_(columns.games != 0, columns.tests != 0)
+
+
+def _fold(
+    rows: dict[Any, dict[str, Any]], key: Any, identity: dict[str, Any], change: Contribution
+) -> None:
+    """Sum `change` into the row of `key` (one row per key in one statement:
+    ON CONFLICT may not touch a row twice in one INSERT on PostgreSQL)."""
+    row = rows.get(key)
+    if row is None:
+        rows[key] = {**identity, "games": 0, "cpu_seconds": 0.0, "tests": 0, "last_active": 0.0}
+        row = rows[key]
+    row["games"] += change.games
+    row["cpu_seconds"] += change.cpu_seconds
+    row["tests"] += change.tests
+    row["last_active"] = max(row["last_active"], change.last_active)
+
+
+def _contribution(row: Any) -> Contribution:
+    return Contribution(
+        username=row["username"],
+        games=int(row["games"] or 0),
+        cpu_seconds=float(row["cpu_seconds"] or 0.0),
+        tests=int(row["tests"] or 0),
+        last_active=float(row["last_active"] or 0.0),
+        day=int(row.get("day", 0) or 0),
+    )
