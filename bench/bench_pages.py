@@ -182,13 +182,13 @@ def start_server(data_dir: Path, database_url: str) -> LiveServer:
     return server
 
 
-def logged_in_client(url: str) -> httpx.Client:
+def logged_in_client(url: str, username: str = "alice") -> httpx.Client:
     client = httpx.Client(base_url=url, timeout=30.0)
     page = client.get("/login").text
     marker = 'name="csrf_token" value="'
     start = page.index(marker) + len(marker)
     token = page[start : page.index('"', start)]
-    form = {"username": "alice", "password": PASSWORD, "csrf_token": token}
+    form = {"username": username, "password": PASSWORD, "csrf_token": token}
     reply = client.post("/login", data=form)
     assert reply.status_code in (200, 303), reply.text
     return client

@@ -169,10 +169,24 @@ class FinishedRunFilter:
     yellow_only: bool = False
     ltc_only: bool = False
     since: float | None = None
-    user_contains: str = ""  # part of the owner's name, any case (the finished tests search)
-    words: tuple[str, ...] = ()  # each must occur in the description (`info`), any case
-    offset: int = 0
+    # Part of the owner's name, any case (the finished tests search), among the
+    # names of the contributor totals (everyone who ever submitted a run).
+    user_contains: str = ""
+    text: str = ""  # words of the owner, branches or description (storage/run_search.py)
+    offset: int = 0  # `finished` only: the reference API's pages
     limit: int = 50
+    before: str = ""  # `finished_slice`: the runs after this cursor (older ones)...
+    after: str = ""  # ...or the runs before it (newer ones)
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedSlice:
+    """One page of a finished list, and the cursors of the pages beside it
+    (None where there is none): stable links that cost what the first page does."""
+
+    runs: list[RunRecord]
+    newer: str | None
+    older: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,9 +243,18 @@ class RunStore(Protocol):
 
     def unfinished(self) -> list[RunRecord]: ...
     def get_many(self, run_ids: list[str]) -> list[RunRecord]: ...
-    def finished(self, run_filter: FinishedRunFilter) -> list[RunRecord]: ...
-    def count_finished(self, run_filter: FinishedRunFilter) -> int:
-        """How many finished runs `finished` would list without its offset and limit."""
+    def finished(self, run_filter: FinishedRunFilter) -> list[RunRecord]:
+        """Finished runs, newest update first, from `offset` (a text search: newest
+        submission first)."""
+        ...
+
+    def finished_slice(self, run_filter: FinishedRunFilter) -> FinishedSlice:
+        """A page of `finished` by keyset (`before`/`after`; `offset` unused).
+        ValueError for a cursor this list did not make."""
+        ...
+
+    def count_finished(self, run_filter: FinishedRunFilter, at_most: int) -> int:
+        """How many finished runs the list holds, counted up to `at_most`."""
         ...
 
     def costs(self) -> Iterator[RunCost]:

@@ -130,6 +130,21 @@ runs = Table(
     Column("results_history", Document, nullable=True),
     Index(None, "finished", "last_updated"),
     Index(None, "username", "start_time"),
+    # The finished lists' tabs and a user's tests, newest update first (keyset paging).
+    Index(None, "is_green", "last_updated"),
+    Index(None, "is_yellow", "last_updated"),
+    Index(None, "username", "last_updated"),
+)
+
+# The words each run is found by, for the text search (storage/run_search.py,
+# which also holds each backend's text index over `words`: not declared here).
+# `seq` orders runs by submission: search results come newest first by it.
+run_words = Table(
+    "run_words",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(24), nullable=False, unique=True),
+    Column("words", Text, nullable=False),
 )
 
 tasks = Table(

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
+from arbiter.storage import run_search
 from arbiter.storage.records import NetRecord, RunRecord, TaskRecord, column_names
 from arbiter.storage.schema import actions, nets, pgns, runs, tasks, users
 from arbiter.storage.sql_common import insert_missing
@@ -23,7 +24,9 @@ class SqlImportStore:
         self._connection = connection
 
     def add_runs(self, records: list[RunRecord]) -> None:
+        """Runs, and their words for the text search, in the order given."""
         insert_missing(self._connection, runs, _rows(records))
+        run_search.add(self._connection, [(r.id, r.username, r.args) for r in records])
 
     def add_tasks(self, records: list[TaskRecord]) -> None:
         insert_missing(self._connection, tasks, _rows(records))

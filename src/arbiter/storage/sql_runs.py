@@ -1,6 +1,7 @@
 """Runs and tasks on SQL. Rows map one to one onto `RunRecord` / `TaskRecord`."""
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import (
@@ -8,7 +9,6 @@ from sqlalchemy import (
     Connection,
     Integer,
     Row,
-    Select,
     bindparam,
     cast,
     delete,
@@ -18,12 +18,12 @@ from sqlalchemy import (
     update,
 )
 
-from arbiter.storage.base import FinishedRunFilter, RunCost, TaskContribution
+from arbiter.storage import run_search, sql_finished
+from arbiter.storage.base import FinishedRunFilter, FinishedSlice, RunCost, TaskContribution
 from arbiter.storage.prepared import execute_many
 from arbiter.storage.records import RunRecord, TaskRecord, column_names
 from arbiter.storage.schema import runs, tasks
 
-LTC_TC_BASE = 40.0  # seconds: a run is "long time control" from 40 s per game on
 STREAM_ROWS = 10_000  # rows fetched at a time by the full scans of a rebuild
 DAY_SECONDS = 86400
 
@@ -91,6 +91,15 @@ _UPDATE_TASK = update(tasks).where(
 )
 
 
+def _described_anew(run: RunRecord, stored: RunRecord) -> bool:
+    """Whether a save changes the run's description (its other words never change).
+    A result update keeps the very args object, or copies it with the same `info`."""
+    if run.args is stored.args:
+        return False
+    new, old = run.args.get("info"), stored.args.get("info")
+    return new is not old and new != old
+
+
 def _run(row: Row[Any]) -> RunRecord:
     return RunRecord(**_with_pentanomial_tuple(row))
 
@@ -102,6 +111,7 @@ def _task(row: Row[Any]) -> TaskRecord:
 def _with_pentanomial_tuple(row: Row[Any]) -> dict[str, Any]:
     """The row's columns; its pentanomial, a JSON array, as the records' tuple."""
     values = dict(row._mapping)
+    values.pop("cursor_seq", None)  # a text search's sort key (sql_finished.py)
     values["pentanomial"] = tuple(values["pentanomial"])
     return values
 
@@ -112,6 +122,7 @@ class SqlRunStore:
 
     def add(self, run: RunRecord) -> None:
         self._connection.execute(_INSERT_RUN, _values(run))
+        run_search.add(self._connection, [(run.id, run.username, run.args)])
 
     def get(self, run_id: str) -> RunRecord | None:
         row = self._connection.execute(select(runs).where(runs.c.id == run_id)).one_or_none()
@@ -123,6 +134,9 @@ class SqlRunStore:
     def save_many(self, runs: list[tuple[RunRecord, RunRecord | None]]) -> None:
         for rows in _update_groups(runs, ("id",)):
             execute_many(self._connection, _UPDATE_RUN, rows)
+        for run, stored in runs:
+            if stored is not None and _described_anew(run, stored):
+                run_search.replace(self._connection, run.id, run.username, run.args)
 
     def unfinished(self) -> list[RunRecord]:
         query = select(runs).where(runs.c.finished.is_(False)).order_by(runs.c.start_time)
@@ -135,13 +149,32 @@ class SqlRunStore:
         return [_run(row) for row in self._connection.execute(query)]
 
     def finished(self, run_filter: FinishedRunFilter) -> list[RunRecord]:
-        query = _finished_where(select(runs), run_filter)
-        query = query.order_by(runs.c.last_updated.desc(), runs.c.id.desc())
-        query = query.offset(run_filter.offset).limit(run_filter.limit)
+        listing = sql_finished.listing(self._connection, run_filter)
+        query = sql_finished.ordered(listing).offset(run_filter.offset).limit(run_filter.limit)
         return [_run(row) for row in self._connection.execute(query)]
 
-    def count_finished(self, run_filter: FinishedRunFilter) -> int:
-        query = _finished_where(select(func.count()).select_from(runs), run_filter)
+    def finished_slice(self, run_filter: FinishedRunFilter) -> FinishedSlice:
+        listing = sql_finished.listing(self._connection, run_filter)
+        back = bool(run_filter.after)
+        cursor = run_filter.after or run_filter.before
+        query = sql_finished.beyond(listing, cursor, older=not back) if cursor else listing.query
+        listed = replace(listing, query=query)
+        page = sql_finished.ordered(listed, newest_first=not back).limit(run_filter.limit + 1)
+        rows = list(self._connection.execute(page))
+        more = len(rows) > run_filter.limit
+        rows = rows[: run_filter.limit]
+        if back:
+            rows.reverse()
+        if not rows:
+            return FinishedSlice([], None, None)
+        newer = listing.cursor(rows[0]) if (more if back else bool(cursor)) else None
+        older = listing.cursor(rows[-1]) if (back or more) else None
+        return FinishedSlice([_run(row) for row in rows], newer, older)
+
+    def count_finished(self, run_filter: FinishedRunFilter, at_most: int) -> int:
+        listing = sql_finished.listing(self._connection, run_filter)
+        counted = listing.query.with_only_columns(runs.c.id).limit(at_most).subquery()
+        query = select(func.count()).select_from(counted)
         return int(self._connection.execute(query).scalar_one())
 
     def costs(self) -> Iterator[RunCost]:
@@ -159,31 +192,6 @@ class SqlRunStore:
             yield RunCost(
                 run_id, username, start, bool(finished), bool(deleted), tc or "", int(threads or 1)
             )
-
-
-def _finished_where(query: Select[Any], run_filter: FinishedRunFilter) -> Select[Any]:
-    query = query.where(runs.c.finished.is_(True), runs.c.deleted.is_(False))
-    if run_filter.username is not None:
-        query = query.where(runs.c.username == run_filter.username)
-    if run_filter.failed_only:
-        query = query.where(runs.c.failed.is_(True))
-    if run_filter.success_only:
-        query = query.where(runs.c.is_green.is_(True))
-    if run_filter.yellow_only:
-        query = query.where(runs.c.is_yellow.is_(True))
-    if run_filter.ltc_only:
-        query = query.where(runs.c.tc_base >= LTC_TC_BASE)
-    if run_filter.since is not None:
-        query = query.where(runs.c.last_updated >= run_filter.since)
-    if run_filter.user_contains:
-        needle = run_filter.user_contains.lower()
-        query = query.where(func.lower(runs.c.username).contains(needle, autoescape=True))
-    if run_filter.words:
-        # JSON_EXTRACT on SQLite, ->> on PostgreSQL: the description as text.
-        info = func.lower(runs.c.args["info"].as_string())
-        for word in run_filter.words:
-            query = query.where(info.contains(word.lower(), autoescape=True))
-    return query
 
 
 class SqlTaskStore:

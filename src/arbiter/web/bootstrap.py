@@ -110,10 +110,8 @@ def open_database(settings: Settings, lease: PrimaryLease | None) -> OpenedDatab
         created = prepare_database(engine, secondary=not settings.is_primary)
         storage = Storage(engine)
         if settings.is_primary and not contribution_totals.built(storage):
-            # Only after an upgrade that was cut short: `db upgrade` builds them.
-            log.warning(
-                "building the contributor totals from every task (once; slow on a long history)"
-            )
+            if not created:  # an upgrade cut short: `db upgrade` builds them
+                log.warning("building contributor totals from every task (once, slow)")
             contribution_totals.rebuild(storage)
         with storage.read() as tx:
             runs = tx.contributions.tests()  # a row a user, not a scan of the runs

@@ -16,11 +16,28 @@ from arbiter.domain.runs.outcome import sprt_elo_of
 from arbiter.domain.runs.ranking import NO_GAMES, NOT_APPROVED
 from arbiter.domain.runs.registry import RunContext, RunState
 from arbiter.stats.sprt_forecast import sprt_forecast
+from arbiter.storage import Tx
 from arbiter.storage.base import FinishedRunFilter
 from arbiter.storage.records import RunRecord, TaskRecord
 
 FINISHED_PAGE_SIZE = 50
+# A filtered list is counted up to this many runs ("1,000+"): an exact count of a
+# search over Fishtest's quarter of a million runs is a scan on every request.
+COUNT_BOUND = 1_000
 FAILED_DAYS = 7  # the home page lists runs that failed this recently
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedPage:
+    """One page of finished runs, the cursors of the pages beside it (None at
+    either end), and how many the whole list holds: exact, or at least
+    COUNT_BOUND when `total_exact` is False."""
+
+    runs: list[RunRecord]
+    total: int
+    total_exact: bool = True
+    newer: str | None = None
+    older: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,33 +47,18 @@ class Overview:
     pending: list[RunRecord]
     paused: list[RunRecord]
     active: list[RunRecord]
-    finished: list[RunRecord]
+    finished: FinishedPage
     workers: int
     cores: int
     nps: float
     games_per_minute: float
     failed: list[RunRecord] = field(default_factory=list)  # failed in the last FAILED_DAYS
-    finished_total: int = 0  # all finished runs, of which `finished` is one page
     queued_cpu_hours: float = 0.0  # estimated CPU time the approved live runs still need
 
     @property
     def queue_hours(self) -> float | None:
         """Hours the fleet needs for the queue at its current size (None without cores)."""
         return self.queued_cpu_hours / self.cores if self.cores else None
-
-
-@dataclass(frozen=True, slots=True)
-class FinishedPage:
-    """One page of finished runs and how many the whole list holds."""
-
-    runs: list[RunRecord]
-    total: int
-    page: int
-    page_size: int = FINISHED_PAGE_SIZE
-
-    @property
-    def pages(self) -> int:
-        return max(1, -(-self.total // self.page_size))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,19 +95,19 @@ class RunQueries:
                 runs = tx.runs.unfinished()
         return {run.id: run_view(run) for run in runs if not run.deleted}
 
-    def overview(self, finished_page: int = 1) -> Overview:
-        """Live runs grouped as the home page shows them, and one page of finished runs."""
+    def overview(self) -> Overview:
+        """Live runs grouped as the home page shows them, and the newest finished runs."""
         now = self._context.clock()
         with self._context.storage.read() as tx:
             live = [run for run in tx.runs.unfinished() if not run.deleted]
-            offset = (finished_page - 1) * FINISHED_PAGE_SIZE
-            finished = tx.runs.finished(FinishedRunFilter(offset=offset, limit=FINISHED_PAGE_SIZE))
-            finished_total = tx.runs.count_finished(FinishedRunFilter())
+            newest = tx.runs.finished_slice(FinishedRunFilter(limit=FINISHED_PAGE_SIZE))
+            tests = tx.contributions.tests()
             recent = FinishedRunFilter(failed_only=True, since=now - FAILED_DAYS * 86400.0)
-            failed = tx.runs.finished(recent) if finished_page == 1 else []
+            failed = tx.runs.finished(recent)
         memory = {state.run.id: state.run for state in self._context.registry.states()}
         live = [memory.get(run.id, run) for run in live]
         active = [run for run in live if run.approved and run.workers > 0]
+        finished = FinishedPage(newest.runs, max(0, tests - len(live)), older=newest.older)
         return Overview(
             pending=[run for run in live if not run.approved],
             paused=[run for run in live if run.approved and run.workers == 0],
@@ -116,7 +118,6 @@ class RunQueries:
             nps=sum(run.nps for run in active),
             games_per_minute=sum(run.games_per_minute for run in active),
             failed=failed,
-            finished_total=finished_total,
             queued_cpu_hours=sum(remaining_cpu_hours(run) for run in live if run.approved),
         )
 
@@ -174,17 +175,41 @@ class RunQueries:
             runs = tx.runs.finished(query)
         return {run.id: run_view(run) for run in runs}
 
-    def finished_page(self, page: int, run_filter: FinishedRunFilter) -> FinishedPage:
-        """Page `page` (1-based) of the finished runs `run_filter` selects, with their
-        total (the finished tests pages); a page past the end is the last one."""
+    def finished_page(self, run_filter: FinishedRunFilter) -> FinishedPage:
+        """The page of finished runs `run_filter` selects (its `before` or `after`
+        cursor; a cursor this list did not make reads as the first page), with
+        the list's total (the finished tests pages)."""
+        run_filter = replace(run_filter, limit=FINISHED_PAGE_SIZE)
         with self._context.storage.read() as tx:
-            total = tx.runs.count_finished(run_filter)
-            last = max(1, -(-total // FINISHED_PAGE_SIZE))
-            page = min(max(page, 1), last)
-            offset = (page - 1) * FINISHED_PAGE_SIZE
-            query = replace(run_filter, offset=offset, limit=FINISHED_PAGE_SIZE)
-            runs = tx.runs.finished(query)
-        return FinishedPage(runs, total, page)
+            try:
+                found = tx.runs.finished_slice(run_filter)
+            except ValueError:
+                found = tx.runs.finished_slice(replace(run_filter, before="", after=""))
+            total = self._exact_total(tx, run_filter)
+            if total is None:
+                counted = tx.runs.count_finished(run_filter, at_most=COUNT_BOUND)
+                exact = counted < COUNT_BOUND
+            else:
+                counted, exact = total, True
+        return FinishedPage(found.runs, counted, exact, found.newer, found.older)
+
+    def _exact_total(self, tx: Tx, run_filter: FinishedRunFilter) -> int | None:
+        """The finished runs of the whole list or of one owner, from the submission
+        totals kept as runs change, less the live runs; None for other filters."""
+        plain = replace(run_filter, username=None, before="", after="", limit=0)
+        if plain != FinishedRunFilter(limit=0):
+            return None
+        live = [run for run in self._live_runs(tx) if not run.deleted]
+        owner = run_filter.username
+        if owner is None:
+            return max(0, tx.contributions.tests() - len(live))
+        stored = tx.contributions.of_user(owner)
+        tests = stored.tests if stored is not None else 0
+        return max(0, tests - sum(1 for run in live if run.username == owner))
+
+    def _live_runs(self, tx: Tx) -> list[RunRecord]:
+        states = self._context.registry.states()
+        return [state.run for state in states] if states else tx.runs.unfinished()
 
     def live_of(self, username: str) -> list[RunRecord]:
         """A user's unfinished runs (name in any case), oldest first: memory on the

@@ -265,6 +265,11 @@ def residual_text(value: float) -> str:
     return "∞" if math.isinf(value) else f"{value:.2f}"
 
 
+def total(found: Any) -> str:
+    """A finished list's total: "12,345", or "1,000+" where it was counted up to a bound."""
+    return f"{found.total:,}" if found.total_exact else f"{found.total:,}+"
+
+
 def queue_hours(overview: Any) -> str:
     """The home page's queue estimate: hours of work for the fleet as it is now."""
     hours = overview.queue_hours

@@ -16,7 +16,6 @@ from starlette.responses import Response
 from arbiter.domain.errors import NotFound
 from arbiter.domain.runs.approval import approve_refusal
 from arbiter.web.api import app_state
-from arbiter.web.params import page_number
 from arbiter.web.state import AppState
 from arbiter.web.templating import render
 from arbiter.web.ui import run_charts, run_code, run_format, run_view
@@ -27,11 +26,10 @@ LIVE_DONE = 286  # "final state, stop polling" (the reference's htmx convention)
 
 
 async def tests(request: Request) -> Response:
-    page = page_number(request.query_params.get("page", "1"))
     runs = app_state(request).runs
     user = current_user(request)
     overview, machines = await run_in_threadpool(
-        lambda: (runs.queries.overview(page), runs.queries.machines())
+        lambda: (runs.queries.overview(), runs.queries.machines())
     )
     # Whether an approver's own pending runs get an approve button in the list.
     self_approval = bool(user and user.is_approver and overview.pending) and (
@@ -39,7 +37,6 @@ async def tests(request: Request) -> Response:
     )
     context = {
         "overview": overview,
-        "page": page,
         "fmt": run_format,
         "self_approval": self_approval,
         "machines": machines,

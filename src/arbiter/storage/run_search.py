@@ -1,0 +1,113 @@
+"""Full-text search of runs: the database's own text index over each run's words.
+
+A run's words are its owner's name, its branches and its description
+(`run_words`), cut into tokens here, in Python, so that both backends index
+and query the very same tokens: letters and digits, case-folded
+("fix-nnue_v2" is "fix nnue v2"). SQLite indexes them with FTS5 (an
+external-content table kept by triggers), PostgreSQL with a GIN index on
+`to_tsvector('simple', words)`. A query matches runs holding a token that
+starts with each of its tokens, newest submission first (`seq`), so a common
+word costs what a rare one does: the index is read in order until a page
+is full.
+
+The run store keeps `run_words` as it keeps any index of its rows: on add,
+and when a run's description changes.
+"""
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    FromClause,
+    column,
+    delete,
+    func,
+    literal_column,
+    table,
+    update,
+)
+
+from arbiter.storage.schema import run_words
+from arbiter.storage.sql_common import insert_missing
+
+MAX_TOKENS = 8  # tokens of a query used; more only slow it down
+_TOKEN = re.compile(r"[^\W_]+")
+_FTS = table("run_words_fts", column("rowid"), column("words"))
+
+# Created by the migration that adds run_words (and nowhere else): SQLAlchemy's
+# metadata cannot describe either backend's text index.
+SQLITE_DDL = (
+    "CREATE VIRTUAL TABLE run_words_fts USING fts5(words, content='run_words', "
+    "content_rowid='seq', tokenize='unicode61 remove_diacritics 0', prefix='2 3')",
+    "CREATE TRIGGER run_words_ai AFTER INSERT ON run_words BEGIN "
+    "INSERT INTO run_words_fts(rowid, words) VALUES (new.seq, new.words); END",
+    "CREATE TRIGGER run_words_ad AFTER DELETE ON run_words BEGIN "
+    "INSERT INTO run_words_fts(run_words_fts, rowid, words) "
+    "VALUES ('delete', old.seq, old.words); END",
+    "CREATE TRIGGER run_words_au AFTER UPDATE ON run_words BEGIN "
+    "INSERT INTO run_words_fts(run_words_fts, rowid, words) "
+    "VALUES ('delete', old.seq, old.words); "
+    "INSERT INTO run_words_fts(rowid, words) VALUES (new.seq, new.words); END",
+)
+SQLITE_DROP = (
+    "DROP TRIGGER IF EXISTS run_words_au",
+    "DROP TRIGGER IF EXISTS run_words_ad",
+    "DROP TRIGGER IF EXISTS run_words_ai",
+    "DROP TABLE IF EXISTS run_words_fts",
+)
+POSTGRESQL_DDL = (
+    "CREATE INDEX ix_run_words_document ON run_words "
+    "USING gin (to_tsvector('simple'::regconfig, words))",
+)
+POSTGRESQL_DROP = ("DROP INDEX IF EXISTS ix_run_words_document",)
+# Objects of the text index that the declared schema leaves out (tests compare them).
+UNDECLARED = frozenset({"run_words_fts", "ix_run_words_document"})
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.casefold())
+
+
+def words_of(username: str, args: Mapping[str, Any]) -> str:
+    """The text a run is found by: owner, branches, description."""
+    parts = (username, args.get("new_tag", ""), args.get("base_tag", ""), args.get("info", ""))
+    return " ".join(tokens(" ".join(str(part) for part in parts)))
+
+
+def add(connection: Connection, rows: Sequence[tuple[str, str, Mapping[str, Any]]]) -> None:
+    """Index runs given as (run id, owner, args), in the order given; a run
+    indexed already keeps its row (an import run again)."""
+    values = [{"run_id": i, "words": words_of(owner, args)} for i, owner, args in rows]
+    insert_missing(connection, run_words, values)
+
+
+def replace(connection: Connection, run_id: str, username: str, args: Mapping[str, Any]) -> None:
+    statement = update(run_words).where(run_words.c.run_id == run_id)
+    connection.execute(statement.values(words=words_of(username, args)))
+
+
+def remove_all(connection: Connection) -> None:
+    connection.execute(delete(run_words))
+
+
+def matches(
+    connection: Connection, text: str
+) -> tuple[FromClause, ColumnElement[bool], ColumnElement[Any]] | None:
+    """(run_words joined to its text index, the condition that every token of
+    `text` matches, the order key: newest submission first), or None when
+    `text` has no token. Join on `run_words.c.run_id`."""
+    found = tokens(text)[:MAX_TOKENS]
+    if not found:
+        return None
+    if connection.dialect.name == "postgresql":
+        simple: ColumnElement[Any] = literal_column("'simple'::regconfig")  # as indexed: a literal
+        document = func.to_tsvector(simple, run_words.c.words)
+        query = " & ".join(f"{token}:*" for token in found)  # tokens are letters and digits
+        return run_words, document.op("@@")(func.to_tsquery(simple, query)), run_words.c.seq
+    query = " AND ".join(f'"{token}"*' for token in found)
+    joined = _FTS.join(run_words, run_words.c.seq == _FTS.c.rowid)
+    # Ordered by the text index's own rowid, which FTS5 walks in order.
+    return joined, _FTS.c.words.match(query), _FTS.c.rowid
