@@ -343,7 +343,7 @@ def pages(ids: dict[str, str]) -> list[tuple[str, str]]:
         ("API: active_runs", "/api/active_runs"),
         ("API: finished_runs", "/api/finished_runs?page=1"),
         ("API: get_run", f"/api/get_run/{ids['big']}"),
-        ("API: actions", "/api/actions"),
+        ("API: actions", "POST /api/actions"),
     ]
 
 
@@ -355,18 +355,25 @@ class Figures:
     cpu_ms: float
 
 
+def fetch(client: httpx.Client, path: str) -> httpx.Response:
+    """GET `path`, or POST an empty query for "POST <path>"."""
+    if path.startswith("POST "):
+        return client.post(path.removeprefix("POST "), json={})
+    return client.get(path)
+
+
 def measure(client: httpx.Client, pid: int, path: str, count: int) -> Figures:
     started = time.perf_counter()
-    reply = client.get(path)
+    reply = fetch(client, path)
     first = (time.perf_counter() - started) * 1000
     assert reply.status_code == 200, (path, reply.status_code, reply.text[:300])
     for _ in range(2):
-        client.get(path)
+        fetch(client, path)
     times = []
     cpu_before = cpu_seconds(pid)
     for _ in range(count):
         started = time.perf_counter()
-        reply = client.get(path)
+        reply = fetch(client, path)
         times.append((time.perf_counter() - started) * 1000)
         assert reply.status_code == 200, path
     cpu = (cpu_seconds(pid) - cpu_before) * 1000 / count
@@ -401,6 +408,7 @@ def serve_and_measure(
         listed.insert(3, ("finished, 100 pages deep", deeper(client, "/tests/finished", 100)))
         for label, path in listed:
             found[label] = measure(client, server.process.pid, path, count)
+            print(f"{label}: {found[label]}", file=sys.stderr, flush=True)
     finally:
         server.process.terminate()
         server.process.wait(30)

@@ -7,6 +7,7 @@ removes the worst such worker, one at a time (Fishtest issue #727's lesson: purg
 every yellow worker at once over-purges long tests).
 """
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,8 +98,10 @@ def chi2_residuals(rows: Mapping[str, Sequence[float]], exclude: Iterable[str] =
     return Chi2Result(total, dof, chi2_sf(total, dof), residual, excluded)
 
 
+@functools.lru_cache(maxsize=256)
 def residual_thresholds(rows: int) -> tuple[float, float]:
-    """(z95, z99) = Φ⁻¹(1 − 0.05/rows), Φ⁻¹(1 − 0.01/rows): Bonferroni over workers."""
+    """(z95, z99) = Φ⁻¹(1 − 0.05/rows), Φ⁻¹(1 − 0.01/rows): Bonferroni over workers.
+    Cached: a run page colours every task by the same run's count."""
     n = max(rows, 1)
     return normal_isf(0.05 / n), normal_isf(0.01 / n)
 

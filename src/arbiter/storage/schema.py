@@ -130,10 +130,12 @@ runs = Table(
     Column("results_history", Document, nullable=True),
     Index(None, "finished", "last_updated"),
     Index(None, "username", "start_time"),
-    # The finished lists' tabs and a user's tests, newest update first (keyset paging).
-    Index(None, "is_green", "last_updated"),
-    Index(None, "is_yellow", "last_updated"),
-    Index(None, "username", "last_updated"),
+    # The finished lists' tabs and a user's tests, newest update first (keyset
+    # pages), each counted from its index alone (storage/sql_finished.py).
+    Index(None, "is_green", "finished", "deleted", "last_updated"),
+    Index(None, "is_yellow", "finished", "deleted", "last_updated"),
+    Index(None, "username", "finished", "deleted", "last_updated"),
+    Index(None, "finished", "deleted", "last_updated", "tc_base"),
 )
 
 # The words each run is found by, for the text search (storage/run_search.py,

@@ -62,13 +62,14 @@ class _Listing:
 
 def listing(connection: Connection, run_filter: FinishedRunFilter) -> _Listing:
     search = run_search.matches(connection, run_filter.text) if run_filter.text else None
+    owners = owners_like(connection, run_filter.user_contains)
     if search is None:
-        query = _where(select(runs), run_filter)
+        query = _where(select(runs), run_filter, owners)
         return _Listing(query, (runs.c.last_updated, runs.c.id), searching=False)
     source, condition, key = search
     joined = source.join(runs, runs.c.id == run_words.c.run_id)
     query = select(runs, key.label("cursor_seq")).select_from(joined).where(condition)
-    return _Listing(_where(query, run_filter), (key,), searching=True)
+    return _Listing(_where(query, run_filter, owners), (key,), searching=True)
 
 
 def ordered(listing: _Listing, *, newest_first: bool = True) -> Select[Any]:
@@ -91,7 +92,9 @@ def beyond(listing: _Listing, cursor: str, *, older: bool) -> Select[Any]:
     return listing.query.where(condition)
 
 
-def _where(query: Select[Any], run_filter: FinishedRunFilter) -> Select[Any]:
+def _where(
+    query: Select[Any], run_filter: FinishedRunFilter, owners: list[str] | None
+) -> Select[Any]:
     query = query.where(runs.c.finished.is_(True), runs.c.deleted.is_(False))
     if run_filter.username is not None:
         query = query.where(runs.c.username == run_filter.username)
@@ -105,13 +108,20 @@ def _where(query: Select[Any], run_filter: FinishedRunFilter) -> Select[Any]:
         query = query.where(runs.c.tc_base >= LTC_TC_BASE)
     if run_filter.since is not None:
         query = query.where(runs.c.last_updated >= run_filter.since)
-    if run_filter.user_contains:
-        query = query.where(runs.c.username.in_(_owners_like(run_filter.user_contains)))
+    if owners is not None:
+        query = query.where(runs.c.username.in_(owners))
     return query
 
 
-def _owners_like(part: str) -> Select[Any]:
-    """Names of everyone who ever submitted a run (a row a user in the contributor
-    totals) that hold `part`, in any case: then the runs are read by owner."""
+def owners_like(connection: Connection, part: str) -> list[str] | None:
+    """The owners a user filter means (None: no filter): the one whose name is
+    `part` in any case if there is one, else everyone whose name holds it, among
+    the names of the contributor totals (everyone who ever submitted a run).
+    Then the runs are read by owner, through the owner's index."""
+    if not part:
+        return None
     name = contributor_totals.c.username
-    return select(name).where(func.lower(name).contains(part.lower(), autoescape=True))
+    query = select(name).where(func.lower(name).contains(part.lower(), autoescape=True))
+    found = list(connection.execute(query).scalars())
+    exact = [owner for owner in found if owner.casefold() == part.casefold()]
+    return exact or found

@@ -173,7 +173,10 @@ class SqlRunStore:
 
     def count_finished(self, run_filter: FinishedRunFilter, at_most: int) -> int:
         listing = sql_finished.listing(self._connection, run_filter)
-        counted = listing.query.with_only_columns(runs.c.id).limit(at_most).subquery()
+        # A search counts in its order: the plan that walks the text index is the
+        # one that stops at the bound. The tabs count from their indexes alone.
+        rows = sql_finished.ordered(listing) if listing.searching else listing.query
+        counted = rows.with_only_columns(runs.c.id).limit(at_most).subquery()
         query = select(func.count()).select_from(counted)
         return int(self._connection.execute(query).scalar_one())
 

@@ -4,6 +4,8 @@ Unfinished runs are answered from memory on the primary; everything else, and
 every read on a secondary, comes from storage. Runs in the threadpool.
 """
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,12 +17,14 @@ from arbiter.domain.runs.documents import run_view, task_view
 from arbiter.domain.runs.outcome import sprt_elo_of
 from arbiter.domain.runs.ranking import NO_GAMES, NOT_APPROVED
 from arbiter.domain.runs.registry import RunContext, RunState
+from arbiter.stats.purge import Chi2Result, aggregate_rows, chi2_residuals, worker_row
 from arbiter.stats.sprt_forecast import sprt_forecast
 from arbiter.storage import Tx
 from arbiter.storage.base import FinishedRunFilter
 from arbiter.storage.records import RunRecord, TaskRecord
 
 FINISHED_PAGE_SIZE = 50
+CACHED_TASKS = 50_000  # tasks of finished runs' details kept for their pages
 # A filtered list is counted up to this many runs ("1,000+"): an exact count of a
 # search over Fishtest's quarter of a million runs is a scan on every request.
 COUNT_BOUND = 1_000
@@ -66,6 +70,44 @@ class RunDetail:
     run: RunRecord
     tasks: list[TaskRecord]
     why_no_workers: list[str]
+    chi2: Chi2Result  # the workers' homogeneity, bad tasks left out (as purges see it)
+
+
+def chi2_of(tasks: list[TaskRecord]) -> Chi2Result:
+    rows = aggregate_rows(
+        (t.worker_name, worker_row(t.wins, t.losses, t.draws, t.pentanomial))
+        for t in tasks
+        if not t.bad
+    )
+    return chi2_residuals(rows)
+
+
+class FinishedDetails:
+    """The details of the finished runs viewed last, while they stay as they are
+    (same last update): a finished run of thousands of tasks is read and its χ²
+    computed once, not on every view. Bounded by the tasks held. Thread-safe."""
+
+    def __init__(self, max_tasks: int = CACHED_TASKS) -> None:
+        self._max_tasks = max_tasks
+        self._lock = threading.Lock()
+        self._held: OrderedDict[str, RunDetail] = OrderedDict()
+
+    def get(self, run: RunRecord) -> RunDetail | None:
+        with self._lock:
+            detail = self._held.get(run.id)
+            if detail is None or detail.run.last_updated != run.last_updated:
+                return None
+            self._held.move_to_end(run.id)
+            return detail
+
+    def put(self, detail: RunDetail) -> None:
+        with self._lock:
+            self._held[detail.run.id] = detail
+            self._held.move_to_end(detail.run.id)
+            while sum(len(d.tasks) for d in self._held.values()) > self._max_tasks:
+                if len(self._held) == 1:
+                    break
+                self._held.popitem(last=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +122,7 @@ class Machine:
 class RunQueries:
     def __init__(self, context: RunContext) -> None:
         self._context = context
+        self._finished_details = FinishedDetails()
 
     def code(self, run_id: str) -> CodeView | None:
         """What submission read of the run's commits (diff, subjects, warnings). [THREAD]"""
@@ -122,16 +165,20 @@ class RunQueries:
         )
 
     def detail(self, run_id: str) -> RunDetail:
-        """A run with all its tasks, for its page."""
+        """A run with all its tasks and their χ², for its page."""
         state = self._context.registry.get(run_id)
         if state is not None:
             with state.lock:
                 run, tasks = state.run, list(state.tasks)
-        else:
-            run = self._stored_run(run_id)
+            return RunDetail(run, tasks, why_no_workers(run, state), chi2_of(tasks))
+        run = self._stored_run(run_id)
+        detail = self._finished_details.get(run)
+        if detail is None:
             with self._context.storage.read() as tx:
                 tasks = tx.tasks.for_run(run_id)
-        return RunDetail(run, tasks, why_no_workers(run, state))
+            detail = RunDetail(run, tasks, why_no_workers(run, None), chi2_of(tasks))
+            self._finished_details.put(detail)
+        return detail
 
     def machines(self) -> list[Machine]:
         """Every worker holding an active task, most cores first."""

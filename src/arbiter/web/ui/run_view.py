@@ -13,10 +13,7 @@ from arbiter.domain.runs.lifecycle import allowed_actions
 from arbiter.domain.runs.queries import RunDetail
 from arbiter.stats.purge import (
     Chi2Result,
-    aggregate_rows,
-    chi2_residuals,
     residual_color,
-    worker_row,
 )
 from arbiter.storage.records import TaskRecord
 from arbiter.web.params import page_number, whole_number
@@ -61,24 +58,20 @@ class TasksPage:
     show_all: bool = False
 
 
-SORTS: dict[str, Callable[[TaskRow], Any]] = {
-    "task": lambda row: row.task.task_id,
-    "worker": lambda row: row.worker.lower(),
-    "games": lambda row: row.games,
-    "updated": lambda row: row.task.last_updated,
-    "crashes": lambda row: (row.task.crashes, row.task.time_losses),
-    "residual": lambda row: -1.0 if row.residual is None else row.residual,
+def _played(task: TaskRecord) -> int:
+    return task.wins + task.losses + task.draws
+
+
+# Sort keys of tasks, given the run's residuals by worker: rows are built only
+# for the page shown (a run may hold thousands of tasks).
+SORTS: dict[str, Callable[[TaskRecord, Mapping[str, float]], Any]] = {
+    "task": lambda task, _: task.task_id,
+    "worker": lambda task, _: task_worker_name(task).lower(),
+    "games": lambda task, _: _played(task),
+    "updated": lambda task, _: task.last_updated,
+    "crashes": lambda task, _: (task.crashes, task.time_losses),
+    "residual": lambda task, residual: residual.get(task.worker_name, -1.0),
 }
-
-
-def chi2_of(tasks: list[TaskRecord]) -> Chi2Result:
-    """χ² homogeneity of the workers' results (bad tasks left out), as purge uses it."""
-    rows = aggregate_rows(
-        (t.worker_name, worker_row(t.wins, t.losses, t.draws, t.pentanomial))
-        for t in tasks
-        if not t.bad
-    )
-    return chi2_residuals(rows)
 
 
 def tasks_page(
@@ -89,23 +82,23 @@ def tasks_page(
 ) -> TasksPage:
     query = query or TasksQuery()
     workers = len(chi2.residual) + len(chi2.excluded)
-    rows = [_row(task, chi2, workers, pgn_ids) for task in tasks]
-    good = [row for row in rows if not row.task.bad]
+    good = [task for task in tasks if not task.bad]
     if query.worker:
         key = query.worker.casefold()
-        good = [row for row in good if key in row.worker.casefold()]
+        good = [task for task in good if key in task_worker_name(task).casefold()]
     sort = query.sort if query.sort in SORTS else "task"
-    good.sort(key=SORTS[sort], reverse=query.descending)
+    order = SORTS[sort]
+    good.sort(key=lambda task: order(task, chi2.residual), reverse=query.descending)
     size = max(len(good), 1) if query.show_all else TASKS_PER_PAGE
     pages = max(1, -(-len(good) // size))
     page = query.page
     if query.show_task is not None:  # the page that holds the task asked for
-        index = next((i for i, r in enumerate(good) if r.task.task_id == query.show_task), None)
+        index = next((i for i, t in enumerate(good) if t.task_id == query.show_task), None)
         page = page if index is None else index // size + 1
     page = min(max(page, 1), pages)
     start = (page - 1) * size
-    shown = good[start : start + size]
-    bad = [row for row in rows if row.task.bad]
+    shown = [_row(task, chi2, workers, pgn_ids) for task in good[start : start + size]]
+    bad = [_row(task, chi2, workers, pgn_ids) for task in tasks if task.bad]
     return TasksPage(
         shown,
         bad,
@@ -126,7 +119,7 @@ def _row(task: TaskRecord, chi2: Chi2Result, workers: int, pgn_ids: set[int]) ->
     return TaskRow(
         task=task,
         worker=task_worker_name(task),
-        games=task.wins + task.losses + task.draws,
+        games=_played(task),
         residual=residual,
         residual_colour=colour,
         has_pgn=task.task_id in pgn_ids,

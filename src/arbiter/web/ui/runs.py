@@ -97,7 +97,7 @@ def _run_context(
     detail = state.runs.queries.detail(run_id)
     pending = not (detail.run.approved or detail.run.finished)
     pgn_ids = _stored_pgns(state, run_id) if with_pgns and detail.tasks else set()
-    chi2 = run_view.chi2_of(detail.tasks)
+    chi2 = detail.chi2
     tasks = run_view.tasks_page(detail.tasks, chi2, pgn_ids, query)
     return {
         "detail": detail,

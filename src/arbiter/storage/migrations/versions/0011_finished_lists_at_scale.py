@@ -4,7 +4,7 @@ Adds `run_words` (each run's owner, branches and description, cut into tokens)
 with the backend's own text index over it (storage/run_search.py: FTS5 on
 SQLite, GIN on PostgreSQL), filled from the stored runs, oldest submission
 first; and indexes on runs for the green and yellow tabs and a user's tests,
-newest update first.
+newest update first (the whole list and the LTC tab without reading a row).
 
 Revision ID: 0011
 Revises: 0010
@@ -28,9 +28,22 @@ EXPAND = True
 FILL_BATCH = 5_000
 
 _RUN_INDEXES = (
-    ("ix_runs_is_green_last_updated", ["is_green", "last_updated"]),
-    ("ix_runs_is_yellow_last_updated", ["is_yellow", "last_updated"]),
-    ("ix_runs_username_last_updated", ["username", "last_updated"]),
+    (
+        "ix_runs_is_green_finished_deleted_last_updated",
+        ["is_green", "finished", "deleted", "last_updated"],
+    ),
+    (
+        "ix_runs_is_yellow_finished_deleted_last_updated",
+        ["is_yellow", "finished", "deleted", "last_updated"],
+    ),
+    (
+        "ix_runs_username_finished_deleted_last_updated",
+        ["username", "finished", "deleted", "last_updated"],
+    ),
+    (
+        "ix_runs_finished_deleted_last_updated_tc_base",
+        ["finished", "deleted", "last_updated", "tc_base"],
+    ),
 )
 
 
