@@ -8,12 +8,13 @@ import pytest
 from starlette.testclient import TestClient
 
 from arbiter.cli import main
+from arbiter.domain.runs import contribution_totals
 from arbiter.web.app import create_app
 from arbiter.web.settings import Settings
 from tests.importer import small_dump
 from tests.importer.fishtest_dump import CLEAR_PASSWORD, oid
 from tests.importer.small_dump import BAYES, DELETED, LIVE_SPSA, OLD_FIXED, SPRT
-from tests.web.support import log_in
+from tests.web.support import log_in, state
 
 RUN_IDS = [str(oid(n)) for n in range(1, 11) if str(oid(n)) != DELETED]  # a deleted run has none
 
@@ -119,3 +120,22 @@ def test_an_imported_live_run_goes_on_with_a_worker_of_an_imported_account(
     assert status == 200, reply
     assert reply["run"]["_id"] == LIVE_SPSA
     assert reply["task_id"] == 1  # after the task the dump had
+
+
+def test_an_imported_history_has_the_derived_data_live_operation_keeps(
+    client: TestClient,
+) -> None:
+    """Contributor totals and search words, built by the import, are what the
+    runs themselves give: a rebuild changes nothing, and the pages find them."""
+    storage = state(client).runs.context.storage
+    with storage.read() as tx:
+        imported = tx.contributions.all_time(), tx.contributions.since(0)
+    contribution_totals.rebuild(storage)
+    with storage.read() as tx:
+        assert (tx.contributions.all_time(), tx.contributions.since(0)) == imported
+        owner = tx.runs.get(SPRT)
+    assert owner is not None
+    player = next(row.username for row in imported[0] if row.games > 0)
+    assert f"/tests/user/{player}" in client.get("/contributors").text
+    found = client.get(f"/tests/finished?text={owner.args['new_tag']}").text
+    assert f"/tests/view/{SPRT}" in found

@@ -23,7 +23,6 @@ from typing import Generic, TypeVar
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from zxcvbn import zxcvbn
 
 from arbiter.domain.errors import ValidationError
 
@@ -54,6 +53,8 @@ def check_password_strength(field: str, password: str, context: list[str]) -> No
         raise ValidationError(field, "Enter a password.")
     if len(password) > MAX_PASSWORD_LENGTH:
         raise ValidationError(field, f"Use at most {MAX_PASSWORD_LENGTH} characters.")
+    from zxcvbn import zxcvbn  # here: its word lists take a tenth of start-up to load
+
     verdict = zxcvbn(password, user_inputs=[item for item in context if item])
     if verdict["score"] < MIN_PASSWORD_SCORE:
         feedback = verdict["feedback"]

@@ -11,9 +11,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import chess
-import chess.pgn
-
 from arbiter.domain.errors import ValidationError
 
 _EPD_SHAPE = re.compile(
@@ -61,6 +58,8 @@ def _sampled(index: int) -> bool:
 
 
 def _parse_epd(number: int, line: str, chess960: bool) -> None:
+    import chess  # here, not at start-up: only a book upload parses positions
+
     try:
         board, _ = chess.Board.from_epd(line, chess960=chess960)
     except ValueError as error:
@@ -84,6 +83,8 @@ def _count_pgn(path: Path) -> int:
 
 
 def _parse_pgn_games(text: str) -> None:
+    import chess.pgn  # here, not at start-up: only a book upload parses games
+
     stream = io.StringIO(text)
     for index in range(1, FULLY_PARSED_PGN_GAMES + 1):
         game = chess.pgn.read_game(stream)
