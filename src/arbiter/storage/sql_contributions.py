@@ -1,6 +1,7 @@
 """Contributor totals on SQL: one upsert statement per table for a batch of changes."""
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Table, case, delete, func, or_, select
@@ -10,6 +11,7 @@ from arbiter.storage.base import Contribution
 from arbiter.storage.schema import contributor_days, contributor_totals
 
 _SUMMED = ("games", "cpu_seconds", "tests")
+UPSERT_ROWS = 10_000
 
 
 class SqlContributionStore:
@@ -17,18 +19,19 @@ class SqlContributionStore:
         self._connection = connection
 
     def add(self, changes: Iterable[Contribution]) -> None:
-        by_user: dict[str, dict[str, Any]] = {}
-        by_day: dict[tuple[str, int], dict[str, Any]] = {}
+        by_user: dict[str, list[Any]] = {}
+        by_day: dict[tuple[str, int], list[Any]] = {}
         for change in changes:
-            _fold(by_user, change.username, {"username": change.username}, change)
-            key = {"username": change.username, "day": change.day}
-            _fold(by_day, (change.username, change.day), key, change)
-        self._upsert(contributor_totals, ("username",), list(by_user.values()))
-        self._upsert(contributor_days, ("username", "day"), list(by_day.values()))
+            _fold(by_user, change.username, change)
+            _fold(by_day, (change.username, change.day), change)
+        users = ({"username": key, **_values(sums)} for key, sums in by_user.items())
+        self._upsert(contributor_totals, ("username",), users)
+        days = ({"username": k[0], "day": k[1], **_values(sums)} for k, sums in by_day.items())
+        self._upsert(contributor_days, ("username", "day"), days)
 
-    def _upsert(self, table: Table, keys: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-        if not rows:
-            return
+    def _upsert(self, table: Table, keys: tuple[str, ...], rows: Iterator[dict[str, Any]]) -> None:
+        """Add the rows' sums to the stored ones, UPSERT_ROWS rows a statement (a
+        rebuild writes millions: their dicts are made a batch at a time)."""
         dialect = postgresql if self._connection.dialect.name == "postgresql" else sqlite
         statement = dialect.insert(table)
         new = statement.excluded
@@ -38,7 +41,8 @@ class SqlContributionStore:
             else_=table.c.last_active,
         )
         statement = statement.on_conflict_do_update(index_elements=list(keys), set_=values)
-        self._connection.execute(statement, rows)
+        while batch := list(itertools.islice(rows, UPSERT_ROWS)):
+            self._connection.execute(statement, batch)
 
     def all_time(self) -> list[Contribution]:
         totals = contributor_totals.c
@@ -80,19 +84,23 @@ def _some(columns: Any) -> ColumnElement[bool]:
     return or_(columns.games != 0, columns.tests != 0)
 
 
-def _fold(
-    rows: dict[Any, dict[str, Any]], key: Any, identity: dict[str, Any], change: Contribution
-) -> None:
-    """Sum `change` into the row of `key` (one row per key in one statement:
-    ON CONFLICT may not touch a row twice in one INSERT on PostgreSQL)."""
-    row = rows.get(key)
-    if row is None:
-        rows[key] = {**identity, "games": 0, "cpu_seconds": 0.0, "tests": 0, "last_active": 0.0}
-        row = rows[key]
-    row["games"] += change.games
-    row["cpu_seconds"] += change.cpu_seconds
-    row["tests"] += change.tests
-    row["last_active"] = max(row["last_active"], change.last_active)
+def _fold(sums: dict[Any, list[Any]], key: Any, change: Contribution) -> None:
+    """Sum `change` into the sums of `key`: [games, cpu_seconds, tests, last_active]
+    (one row per key in one statement: ON CONFLICT may not touch a row twice in
+    one INSERT on PostgreSQL)."""
+    held = sums.get(key)
+    if held is None:
+        sums[key] = [change.games, change.cpu_seconds, change.tests, change.last_active]
+        return
+    held[0] += change.games
+    held[1] += change.cpu_seconds
+    held[2] += change.tests
+    held[3] = max(held[3], change.last_active)
+
+
+def _values(sums: list[Any]) -> dict[str, Any]:
+    games, cpu_seconds, tests, last_active = sums
+    return {"games": games, "cpu_seconds": cpu_seconds, "tests": tests, "last_active": last_active}
 
 
 def _contribution(row: Any) -> Contribution:
