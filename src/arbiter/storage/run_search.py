@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
+    ColumnClause,
     ColumnElement,
     Connection,
     FromClause,
@@ -26,6 +27,7 @@ from sqlalchemy import (
     delete,
     func,
     literal_column,
+    select,
     table,
     update,
 )
@@ -58,13 +60,24 @@ SQLITE_DROP = (
     "DROP TRIGGER IF EXISTS run_words_ai",
     "DROP TABLE IF EXISTS run_words_fts",
 )
+# The document is stored (a generated column): a plan that walks run_words in
+# order checks each row's document without parsing its words again.
 POSTGRESQL_DDL = (
-    "CREATE INDEX ix_run_words_document ON run_words "
-    "USING gin (to_tsvector('simple'::regconfig, words))",
+    "ALTER TABLE run_words ADD COLUMN fts_document tsvector "
+    "GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, words)) STORED",
+    "CREATE INDEX ix_run_words_fts_document ON run_words USING gin (fts_document)",
 )
-POSTGRESQL_DROP = ("DROP INDEX IF EXISTS ix_run_words_document",)
+POSTGRESQL_DROP = (
+    "DROP INDEX IF EXISTS ix_run_words_fts_document",
+    "ALTER TABLE run_words DROP COLUMN IF EXISTS fts_document",
+)
 # Objects of the text index that the declared schema leaves out (tests compare them).
-UNDECLARED = frozenset({"run_words_fts", "ix_run_words_document"})
+UNDECLARED = frozenset({"run_words_fts", "fts_document", "ix_run_words_fts_document"})
+# A PostgreSQL search with fewer matches than this sorts them all (read through
+# the text index); with more, it reads run_words newest first until a page is
+# full. Its planner cannot tell the two apart for words that appear together.
+FEW_MATCHES = 5_000
+_DOCUMENT: ColumnClause[Any] = column("fts_document")
 
 
 def tokens(text: str) -> list[str]:
@@ -103,11 +116,22 @@ def matches(
     if not found:
         return None
     if connection.dialect.name == "postgresql":
-        simple: ColumnElement[Any] = literal_column("'simple'::regconfig")  # as indexed: a literal
-        document = func.to_tsvector(simple, run_words.c.words)
-        query = " & ".join(f"{token}:*" for token in found)  # tokens are letters and digits
-        return run_words, document.op("@@")(func.to_tsquery(simple, query)), run_words.c.seq
+        return _postgresql_matches(connection, found)
     query = " AND ".join(f'"{token}"*' for token in found)
     joined = _FTS.join(run_words, run_words.c.seq == _FTS.c.rowid)
     # Ordered by the text index's own rowid, which FTS5 walks in order.
     return joined, _FTS.c.words.match(query), _FTS.c.rowid
+
+
+def _postgresql_matches(
+    connection: Connection, found: list[str]
+) -> tuple[FromClause, ColumnElement[bool], ColumnElement[Any]]:
+    query = " & ".join(f"{token}:*" for token in found)  # tokens are letters and digits
+    simple: ColumnElement[Any] = literal_column("'simple'::regconfig")
+    condition = _DOCUMENT.op("@@")(func.to_tsquery(simple, query))
+    probe = select(run_words.c.seq).where(condition).limit(FEW_MATCHES).subquery()
+    count = connection.execute(select(func.count()).select_from(probe)).scalar_one()
+    # `seq + 0` is no column: ordering by it, PostgreSQL reads the matches through
+    # the text index and sorts them, instead of walking the whole table in order.
+    key = run_words.c.seq + 0 if count < FEW_MATCHES else run_words.c.seq
+    return run_words, condition, key

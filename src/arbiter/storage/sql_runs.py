@@ -173,9 +173,11 @@ class SqlRunStore:
 
     def count_finished(self, run_filter: FinishedRunFilter, at_most: int) -> int:
         listing = sql_finished.listing(self._connection, run_filter)
-        # A search counts in its order: the plan that walks the text index is the
-        # one that stops at the bound. The tabs count from their indexes alone.
-        rows = sql_finished.ordered(listing) if listing.searching else listing.query
+        # A search on SQLite counts in its order: the plan that walks the text
+        # index is the one that stops at the bound (PostgreSQL reads its text
+        # index whole either way). The tabs count from their indexes alone.
+        in_order = listing.searching and self._connection.dialect.name == "sqlite"
+        rows = sql_finished.ordered(listing) if in_order else listing.query
         counted = rows.with_only_columns(runs.c.id).limit(at_most).subquery()
         query = select(func.count()).select_from(counted)
         return int(self._connection.execute(query).scalar_one())
