@@ -53,6 +53,7 @@ from arbiter.web.bootstrap import password_hasher
 from arbiter.web.settings import Settings
 from bench.bench_pages import logged_in_client, start_server
 from bench.command import command_line
+from bench.fleetsim import worker_info
 from bench.harness import cpu_seconds, machine, write_section
 from tests.web.live_server import PASSWORD
 
@@ -218,26 +219,6 @@ def task_counts(rng: random.Random, size: Size) -> Iterator[int]:
         yield BIG_RUN_TASKS if index == size.runs // 10 else max(1, int(rng.expovariate(1 / mean)))
 
 
-def worker_info() -> dict[str, Any]:
-    return {
-        "uname": "Linux 6.1",
-        "architecture": ["64bit", "ELF"],
-        "concurrency": 8,
-        "max_memory": 16000,
-        "min_threads": 1,
-        "username": "user1",
-        "version": 325,
-        "python_version": [3, 11, 7],
-        "gcc_version": [12, 2, 0],
-        "compiler": "g++",
-        "unique_key": "0000-1234-5678-9abc-def012345678",
-        "modified": False,
-        "worker_arch": "x86-64-bmi2",
-        "nps": 900_000.0,
-        "near_github_api_limit": False,
-    }
-
-
 CHUNK_RUNS = 500  # runs generated at a time, in a process beside the writer
 
 
@@ -246,7 +227,10 @@ def generate(
 ) -> tuple[list[RunRecord], list[tuple[Any, ...]]]:
     """Runs `first`.. with `counts` tasks each, and their tasks' rows."""
     rng = random.Random(seed * 1_000_003 + first)
-    templates, info_json = _templates(), json.dumps(worker_info())
+    templates, info_json = (
+        _templates(),
+        json.dumps(worker_info("user1", "0000", random.Random(seed))),
+    )
     runs, tasks = [], []
     for index, count in enumerate(counts, start=first):
         run, rows = tasks_of(rng, run_record(rng, index, size, templates), count, info_json)
@@ -440,6 +424,7 @@ def report(
 ) -> str:
     small_start, small = results["small"]
     big_start, big = results["big"]
+    built_text = f"built in {built / 60:.1f} min" if built else "built by an earlier run (--reuse)"
     lines = [
         f"| page | first ms | p50 ms | p95 ms | CPU ms/request | at {SMALL.runs} runs | ratio |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -454,8 +439,8 @@ def report(
     lines += [
         "",
         f"Database: {backend}, {size.runs:,} runs, {size.tasks:,} tasks (about), "
-        f"{size.actions:,} actions, {USERS} users; built in {built / 60:.1f} min. "
-        f"Start-up to first answer: {big_start:.1f} s ({small_start:.1f} s at {SMALL.runs} runs).",
+        f"{size.actions:,} actions, {USERS} users; {built_text}. Start-up to first answer: "
+        f"{big_start:.1f} s ({small_start:.1f} s at {SMALL.runs} runs).",
         f"{count} timed requests per page after 3 warm-up ones (the first timed apart), "
         "one at a time, logged in.",
         f"Machine: {machine()}.",
