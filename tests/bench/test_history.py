@@ -6,9 +6,7 @@ from pathlib import Path
 from bench.history import Size, prepare, report, serve_and_measure
 
 
-def test_a_small_history_is_built_and_every_page_answers(
-    tmp_path: Path, database_url: str
-) -> None:
+def test_a_small_history_is_built_and_every_page_answers(tmp_path: Path, database_url: str) -> None:
     size = Size(runs=60, tasks=6_000, actions=200)
     ids, _ = prepare(tmp_path, database_url, size)
     start_up, figures = serve_and_measure(tmp_path, database_url, ids, count=1, pin=False)

@@ -12,6 +12,7 @@ from sqlalchemy import event
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
 from arbiter.storage.engine import make_engine
+from arbiter.storage.errors import QueryTooLong
 from tests.storage.support import T0, add_user, new_user
 
 
@@ -210,3 +211,24 @@ def test_a_postponed_write_is_committed_and_pending_only_where_a_sync_is_ours(
     assert pending.pending == database_url.startswith("sqlite")
     pending.wait()
     assert not pending.pending
+
+
+HANG_GUARD = 30.0  # s: only a hang fails this, never a slow host
+ENDLESS = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
+    "SELECT count(*) FROM c"
+)
+
+
+def test_a_time_limited_read_stops_a_long_query_and_its_connection_serves_again(
+    storage: Storage,
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(QueryTooLong, match=r"past 0\.2 s"), storage.read(time_limit=0.2) as tx:
+        tx.connection.exec_driver_sql(ENDLESS)
+    assert time.monotonic() - started < HANG_GUARD
+    for _ in range(3):  # every pooled connection: none keeps the limit
+        with storage.read() as tx:
+            assert tx.connection.exec_driver_sql("SELECT 1").scalar() == 1
+    with storage.read(time_limit=5.0) as tx:  # within its limit, a read is a read
+        assert tx.kv.get("nothing") is None

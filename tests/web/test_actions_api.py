@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from arbiter.domain import action_query as audit_query
 from arbiter.domain import actions as audit
 from tests.web.api_support import api_with_users, submit
 from tests.web.support import state
@@ -137,3 +138,26 @@ def test_refusals_name_the_culprit(lite: TestClient, body: Any, message: str) ->
     error = reply.json()
     assert error["error"].startswith(f"/api/actions: {message}")
     assert isinstance(error["duration"], float)
+
+
+def test_searches_past_the_slots_are_told_to_retry(lite: TestClient) -> None:
+    slots = state(lite).actions._search_slots
+    taken = 0
+    while slots.acquire(blocking=False):  # every slot busy, as under a flood
+        taken += 1
+    try:
+        reply = lite.post("/api/actions", json={})
+    finally:
+        for _ in range(taken):
+            slots.release()
+    assert reply.status_code == 503
+    assert reply.headers["retry-after"] == "1"
+    assert "too many event-log searches" in reply.json()["error"]
+    assert lite.post("/api/actions", json={}).status_code == 200
+
+
+def test_a_long_or_is_refused_before_any_sql(lite: TestClient) -> None:
+    branches = [{"message": f"m{n}"} for n in range(audit_query.MAX_BRANCHES + 1)]
+    reply = lite.post("/api/actions", json={"$or": branches})
+    assert reply.status_code == 400
+    assert "$or: at most 100 queries" in reply.json()["error"]

@@ -55,6 +55,9 @@ MAX_ACTIONS = 200  # the reference's `.limit(200)`
 SCAN_SECONDS = 2.0
 MAX_DEPTH = 16
 MAX_VALUES = 1000
+# Branches of one $and/$or/$nor: a long $or of equalities is one $in, and past
+# a few hundred branches SQLite refuses the statement ("too many terms").
+MAX_BRANCHES = 100
 MAX_NUMBER = 2**53  # beyond it a JSON number is not exact in every client
 MAX_INTEGER = 2**31 - 1  # ids and task ids are INTEGER columns (32 bits on PostgreSQL)
 _HEX_ID = re.compile(r"[0-9a-f]{24}")
@@ -135,6 +138,8 @@ class _Parser:
         if key in ("$and", "$or", "$nor"):
             if not isinstance(value, list) or not value:
                 raise BadRequest(f"{key}: expected a non-empty array of queries")
+            if len(value) > MAX_BRANCHES:
+                raise BadRequest(f"{key}: at most {MAX_BRANCHES} queries (use $in for values)")
             parts = tuple(self.query(part, depth + 1) for part in value)
             if key == "$and":
                 return AllOf(parts)

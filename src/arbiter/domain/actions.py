@@ -6,13 +6,15 @@ is committed together with the change it describes, or not at all.
 Runs in the threadpool (blocking database I/O).
 """
 
+import threading
 from typing import Any
 
 from arbiter.domain.action_query import parse_search
-from arbiter.domain.errors import BadRequest
+from arbiter.domain.errors import BadRequest, SearchesBusy
 from arbiter.storage import Storage, Tx
 from arbiter.storage.action_search import SearchTooLong
 from arbiter.storage.base import ActionFilter
+from arbiter.storage.errors import QueryTooLong
 from arbiter.storage.records import ActionRecord
 
 MAX_MESSAGE = 5120  # characters, as the reference truncates worker and user messages
@@ -122,23 +124,36 @@ def to_wire(action: ActionRecord) -> dict[str, Any]:
     return wire
 
 
+SEARCH_SECONDS = 2.0  # an event-log search's time, its SQL and its checks alike
+SEARCHES_AT_ONCE = 4  # event-log searches running together (each holds a connection)
+
+
 class Actions:
     """Reading the log. Writing goes through `record`, inside other operations."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, searches_at_once: int = SEARCHES_AT_ONCE) -> None:
         self._storage = storage
+        self._search_slots = threading.BoundedSemaphore(searches_at_once)
 
     def search(self, query: object) -> list[dict[str, Any]]:
-        """The actions a MongoDB-style query matches (`action_query`), oldest first."""
+        """The actions a MongoDB-style query matches (`action_query`), oldest first.
+
+        Anyone may send one, and a query can be made to read most of the log:
+        each runs for SEARCH_SECONDS at most, and SEARCHES_AT_ONCE run at a time
+        (others are told to retry at once, holding no thread or connection), so
+        searches never take the connections the pages and workers need."""
         search = parse_search(query, wire_id)
+        if not self._search_slots.acquire(blocking=False):
+            raise SearchesBusy()
         try:
-            with self._storage.read() as tx:
+            with self._storage.read(time_limit=SEARCH_SECONDS) as tx:
                 return [to_wire(action) for action in tx.actions.search(search)]
-        except SearchTooLong as error:
+        except (SearchTooLong, QueryTooLong) as error:
             raise BadRequest(
-                f"$regex: {error} checking candidates; narrow the query with "
-                "time, action, username or run_id"
+                f"{error}; narrow the query with time, action, username or run_id"
             ) from None
+        finally:
+            self._search_slots.release()
 
     def list(self, action_filter: ActionFilter) -> list[dict[str, Any]]:
         with self._storage.read() as tx:

@@ -94,6 +94,15 @@ class GitBusy(RetryLater):
     default_message = "The server is reading too many repositories at once; retry shortly."
 
 
+class SearchesBusy(RetryLater):
+    """Every slot for open-ended searches (the event log's query API) is taken."""
+
+    default_message = "The server is running too many event-log searches; retry shortly."
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(1.0, message or self.default_message)
+
+
 class TooManyGitReads(RetryLater):
     """This account already has its share of git operations in flight."""
 

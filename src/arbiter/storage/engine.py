@@ -32,10 +32,12 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from arbiter.storage import durability
-from arbiter.storage.errors import DatabaseNotOpened
+from arbiter.storage.errors import DatabaseNotOpened, QueryTooLong
 from arbiter.telemetry import COMMIT_SECONDS
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+PROGRESS_STEPS = 10_000  # SQLite steps between two looks at a read's time limit
+_PG_QUERY_CANCELED = "57014"
 # A wrong or unreachable PostgreSQL host fails start-up within this many seconds
 # instead of hanging on TCP retries; a URL's own connect_timeout wins.
 PG_CONNECT_TIMEOUT_SECONDS = 10
@@ -251,10 +253,46 @@ def _timed_commit(transaction: RootTransaction) -> None:
 
 
 @contextmanager
-def read_transaction(engine: Engine) -> Iterator[Connection]:
-    """A consistent read-only snapshot."""
+def read_transaction(engine: Engine, time_limit: float | None = None) -> Iterator[Connection]:
+    """A consistent read-only snapshot. With `time_limit` (seconds), a statement
+    that runs longer is stopped and QueryTooLong raised: PostgreSQL's
+    statement_timeout for each statement, SQLite's progress handler for the
+    whole transaction."""
     with _connection(engine) as connection, connection.begin():
-        yield connection
+        if time_limit is None:
+            yield connection
+            return
+        try:
+            with _stopped_after(connection, time_limit):
+                yield connection
+        except DBAPIError as error:
+            if not _is_stopped(error):
+                raise
+            raise QueryTooLong(f"a query ran past {time_limit:g} s") from error
+
+
+@contextmanager
+def _stopped_after(connection: Connection, seconds: float) -> Iterator[None]:
+    if connection.dialect.name == "postgresql":
+        milliseconds = max(1, round(seconds * 1000))
+        connection.exec_driver_sql(f"SET LOCAL statement_timeout = {milliseconds}")
+        yield  # SET LOCAL ends with the transaction
+        return
+    raw = connection.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+    deadline = time.monotonic() + seconds
+    # Called every PROGRESS_STEPS virtual machine steps; non-zero interrupts.
+    raw.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
+    try:
+        yield
+    finally:
+        raw.set_progress_handler(None, PROGRESS_STEPS)
+
+
+def _is_stopped(error: DBAPIError) -> bool:
+    if getattr(error.orig, "sqlstate", None) == _PG_QUERY_CANCELED:
+        return True
+    return str(error.orig) == "interrupted"  # sqlite3's message for a handler's stop
 
 
 @contextmanager

@@ -24,6 +24,11 @@ class StorageUnavailable(StorageError):  # noqa: N818 - named for what happened
     busy timeout); nothing was written. Retrying later is the right reaction."""
 
 
+class QueryTooLong(StorageError):  # noqa: N818 - named for what happened
+    """A statement of a time-limited read ran past its limit and was stopped
+    (`Storage.read(time_limit=...)`); nothing was written."""
+
+
 class DatabaseNotOpened(StorageError):  # noqa: N818 - named for what happened
     """The database the settings name cannot be used at all: a URL we do not
     support, a server that cannot be reached, a file that cannot be opened.

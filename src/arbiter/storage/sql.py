@@ -159,8 +159,10 @@ class Storage:
             yield pending
 
     @contextmanager
-    def read(self) -> Iterator[Tx]:
-        with _available(), read_transaction(self.engine) as connection:
+    def read(self, time_limit: float | None = None) -> Iterator[Tx]:
+        """A read-only transaction; with `time_limit` (seconds) a statement that
+        runs past it is stopped (QueryTooLong): for queries anyone may send."""
+        with _available(), read_transaction(self.engine, time_limit) as connection:
             yield Tx(connection)
 
 

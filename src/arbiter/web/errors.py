@@ -24,6 +24,7 @@ from arbiter.domain.errors import (
     PasswordChecksBusy,
     PermissionDenied,
     RetryLater,
+    SearchesBusy,
     TooManyAttempts,
     TooManyGitReads,
     Unauthorized,
@@ -63,6 +64,7 @@ _DOMAIN_STATUS: tuple[tuple[type[DomainError], int], ...] = (
     (PasswordChecksBusy, 503),
     (TooManyGitReads, 429),
     (GitBusy, 503),
+    (SearchesBusy, 503),
     (FileUnavailable, 503),
 )
 
