@@ -215,6 +215,15 @@ class RunCost:
     threads: int
 
 
+DAY_SECONDS = 86400  # a UTC day: contributor totals are kept per day
+
+
+def day_of(seconds: float) -> int:
+    """Days since 1970-01-01 UTC of a Unix time (what `Contribution.day` holds;
+    storage/sql_runs.py `utc_day` says the same in SQL)."""
+    return int(seconds // DAY_SECONDS)
+
+
 @dataclass(frozen=True, slots=True)
 class Contribution:
     """One user's totals (all time, or one UTC day, or summed over days), or a

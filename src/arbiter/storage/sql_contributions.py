@@ -108,11 +108,11 @@ def _values(sums: list[Any]) -> dict[str, Any]:
 
 
 def _contribution(row: Any) -> Contribution:
+    """An all-time row, or a user's sums over days (no single day)."""
     return Contribution(
         username=row["username"],
         games=int(row["games"] or 0),
         cpu_seconds=float(row["cpu_seconds"] or 0.0),
         tests=int(row["tests"] or 0),
         last_active=float(row["last_active"] or 0.0),
-        day=int(row.get("day", 0) or 0),
     )

@@ -19,18 +19,23 @@ from sqlalchemy import (
 )
 
 from arbiter.storage import run_search, sql_finished
-from arbiter.storage.base import FinishedRunFilter, FinishedSlice, RunCost, TaskContribution
+from arbiter.storage.base import (
+    DAY_SECONDS,
+    FinishedRunFilter,
+    FinishedSlice,
+    RunCost,
+    TaskContribution,
+)
 from arbiter.storage.prepared import execute_many
 from arbiter.storage.records import RunRecord, TaskRecord, column_names
 from arbiter.storage.schema import runs, tasks
 
 STREAM_ROWS = 10_000  # rows fetched at a time by the full scans of a rebuild
-DAY_SECONDS = 86400
 
 
 def utc_day(connection: Connection, seconds: ColumnElement[float]) -> ColumnElement[int]:
-    """Days since 1970-01-01 UTC of a Unix time, in SQL: SQLite's CAST truncates
-    (times are positive), PostgreSQL's rounds, so it takes the floor first."""
+    """`day_of` in SQL: SQLite's CAST truncates (times are positive),
+    PostgreSQL's rounds, so it takes the floor first."""
     if connection.dialect.name == "postgresql":
         return cast(func.floor(seconds / DAY_SECONDS), Integer)
     return cast(seconds / DAY_SECONDS, Integer)

@@ -24,16 +24,11 @@ from collections.abc import Iterable, Iterator
 from arbiter.domain.errors import ValidationError
 from arbiter.domain.run_args import parse_time_control
 from arbiter.storage import Storage, Tx
-from arbiter.storage.base import Contribution
+from arbiter.storage.base import Contribution, day_of
 from arbiter.storage.records import RunRecord, TaskRecord
 
-DAY_SECONDS = 86400.0
 BUILT_KEY = "contributor_totals_built"  # kv: the totals hold every run (a rebuild ran)
 _Key = tuple[str, int]  # (username, day)
-
-
-def day_of(seconds: float) -> int:
-    return int(seconds // DAY_SECONDS)
 
 
 def seconds_per_game(tc: str, threads: int) -> float:
@@ -75,9 +70,10 @@ def submitted(run: RunRecord, sign: int = 1) -> Contribution:
 def of_change(
     stored: RunRecord, stored_tasks: list[TaskRecord], new: RunRecord, new_tasks: list[TaskRecord]
 ) -> list[Contribution]:
-    """What one committed change of a run changes in the totals: nothing for a
-    result update of a live run (the hot path reads two flags); the games of
-    every task when the run finishes, re-opens, or changes its tasks finished."""
+    """What one committed change of a run changes in the totals: the games of
+    every task when the run finishes, re-opens, or changes its tasks finished;
+    a test when it is deleted. (Nothing for a result update of a live run, which
+    `write_changes` tells from three flags without calling this.)"""
     changes: list[Contribution] = []
     if stored.finished or new.finished:
         cost = run_cost(new)

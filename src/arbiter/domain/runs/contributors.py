@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from arbiter.domain.runs import contribution_totals
 from arbiter.domain.runs.registry import RunContext
 from arbiter.storage import Tx
-from arbiter.storage.base import Contribution
+from arbiter.storage.base import Contribution, day_of
 from arbiter.storage.records import RunRecord, TaskRecord
 
 CACHE_SECONDS = 60.0
@@ -103,7 +103,7 @@ class Contributors:
 
     def _build(self, last_month: bool) -> _Built:
         now = self._context.clock()
-        first_day = contribution_totals.day_of(now) - MONTH_DAYS + 1 if last_month else None
+        first_day = day_of(now) - MONTH_DAYS + 1 if last_month else None
         with self._context.storage.read() as tx:
             if first_day is None:
                 stored = tx.contributions.all_time()
@@ -127,8 +127,10 @@ class Contributors:
             runs = [(state.run, list(state.tasks)) for state in states]
         else:
             unfinished = tx.runs.unfinished()
-            tasks = tx.tasks.for_runs([run.id for run in unfinished])
-            runs = [(run, [t for t in tasks if t.run_id == run.id]) for run in unfinished]
+            by_run: dict[str, list[TaskRecord]] = {run.id: [] for run in unfinished}
+            for task in tx.tasks.for_runs(list(by_run)):
+                by_run[task.run_id].append(task)
+            runs = [(run, by_run[run.id]) for run in unfinished]
         return contribution_totals.live(runs)
 
 

@@ -130,13 +130,7 @@ class RunQueries:
             return code_view.load(tx, run_id)
 
     def active_runs(self) -> dict[str, dict[str, Any]]:
-        states = self._context.registry.states()
-        if states:
-            runs = [state.run for state in states]
-        else:  # a secondary keeps no registry: read storage
-            with self._context.storage.read() as tx:
-                runs = tx.runs.unfinished()
-        return {run.id: run_view(run) for run in runs if not run.deleted}
+        return {run.id: run_view(run) for run in self._live_runs() if not run.deleted}
 
     def overview(self) -> Overview:
         """Live runs grouped as the home page shows them, and the newest finished runs."""
@@ -144,13 +138,13 @@ class RunQueries:
         with self._context.storage.read() as tx:
             live = [run for run in tx.runs.unfinished() if not run.deleted]
             newest = tx.runs.finished_slice(FinishedRunFilter(limit=FINISHED_PAGE_SIZE))
-            tests = tx.contributions.tests()
+            total = self._exact_total(tx, FinishedRunFilter()) or 0
             recent = FinishedRunFilter(failed_only=True, since=now - FAILED_DAYS * 86400.0)
             failed = tx.runs.finished(recent)
         memory = {state.run.id: state.run for state in self._context.registry.states()}
         live = [memory.get(run.id, run) for run in live]
         active = [run for run in live if run.approved and run.workers > 0]
-        finished = FinishedPage(newest.runs, max(0, tests - len(live)), older=newest.older)
+        finished = FinishedPage(newest.runs, total, older=newest.older)
         return Overview(
             pending=[run for run in live if not run.approved],
             paused=[run for run in live if run.approved and run.workers == 0],
@@ -254,20 +248,22 @@ class RunQueries:
         tests = stored.tests if stored is not None else 0
         return max(0, tests - sum(1 for run in live if run.username == owner))
 
-    def _live_runs(self, tx: Tx) -> list[RunRecord]:
+    def _live_runs(self, tx: Tx | None = None) -> list[RunRecord]:
+        """Unfinished runs: memory on the primary; storage on a secondary, which
+        keeps no registry (read in `tx` when given)."""
         states = self._context.registry.states()
-        return [state.run for state in states] if states else tx.runs.unfinished()
+        if states:
+            return [state.run for state in states]
+        if tx is not None:
+            return tx.runs.unfinished()
+        with self._context.storage.read() as own:
+            return own.runs.unfinished()
 
     def live_of(self, username: str) -> list[RunRecord]:
         """A user's unfinished runs (name in any case), oldest first: memory on the
         primary, storage on a secondary."""
         key = username.casefold()
-        states = self._context.registry.states()
-        if states:
-            live = [state.run for state in states]
-        else:
-            with self._context.storage.read() as tx:
-                live = tx.runs.unfinished()
+        live = self._live_runs()
         mine = [run for run in live if run.username.casefold() == key and not run.deleted]
         return sorted(mine, key=lambda run: run.start_time)
 
