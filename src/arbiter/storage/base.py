@@ -336,7 +336,14 @@ class FileChunkStore(Protocol):
 
     def put(self, kind: str, name: str, seq: int, data: bytes, sha256: str) -> None: ...
     def get(self, kind: str, name: str, seq: int) -> tuple[bytes, str] | None:
-        """One chunk's bytes and their recorded SH-256 (hex)."""
+        """One chunk's bytes and their recorded SHA-256 (hex)."""
+        ...
+
+    def get_part(
+        self, kind: str, name: str, seq: int, start: int, stop: int | None
+    ) -> bytes | None:
+        """Bytes [start, stop) of one chunk (to its end when stop is None),
+        read without the rest of it where the database can; None when missing."""
         ...
 
     def count(self, kind: str, name: str) -> int: ...

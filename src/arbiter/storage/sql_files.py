@@ -131,6 +131,22 @@ class SqlFileChunkStore:
         row = self._connection.execute(query).one_or_none()
         return None if row is None else (bytes(row.data), str(row.sha256))
 
+    def get_part(
+        self, kind: str, name: str, seq: int, start: int, stop: int | None
+    ) -> bytes | None:
+        # substr counts from 1 and works on SQLite blobs and PostgreSQL bytea alike.
+        data = file_chunks.c.data
+        part = (
+            func.substr(data, start + 1)
+            if stop is None
+            else func.substr(data, start + 1, max(0, stop - start))
+        )
+        query = select(part.label("part")).where(
+            file_chunks.c.kind == kind, file_chunks.c.name == name, file_chunks.c.seq == seq
+        )
+        row = self._connection.execute(query).one_or_none()
+        return None if row is None else bytes(row.part)
+
     def count(self, kind: str, name: str) -> int:
         query = select(func.count()).where(file_chunks.c.kind == kind, file_chunks.c.name == name)
         return int(self._connection.execute(query).scalar_one())

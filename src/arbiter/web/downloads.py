@@ -4,8 +4,10 @@
 (`bytes=a-b`, `bytes=a-`, `bytes=-n`) answers 206 with only the chunks it
 covers (an `If-Range` that is not the current ETag gets the whole file);
 several ranges get the whole file (allowed by RFC 9110 14.2); a range past the
-end answers 416. The body is streamed one chunk at a time, each read and hash-
-checked in the threadpool, so a download holds one chunk of memory.
+end answers 416. The body is streamed one chunk at a time, each read in the
+threadpool (and hash-checked the first time the store reads it), so a
+download holds one chunk of memory; a range reads only the bytes it covers
+of a chunk already checked.
 """
 
 import re
@@ -15,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from arbiter.domain.files.stored import CHUNK_BYTES, DamagedFile, FileStore, StoredFile
+from arbiter.domain.files.stored import CHUNK_BYTES, DamagedFile, FileStore, Span, StoredFile
 from arbiter.web.errors import ApiError
 from arbiter.web.middleware import is_head_request
 
@@ -42,26 +44,33 @@ async def stored_file_response(
         return Response(status_code=status, headers=common)
     # The first chunk is read before the reply starts, so a file whose bytes are
     # missing or damaged is a clean JSON error rather than a cut-off download.
+    pieces = _pieces(start, end)
     try:
-        first = await run_in_threadpool(files.read_chunk, file, start // CHUNK_BYTES)
+        first = await run_in_threadpool(files.read_chunk, file, *pieces[0])
     except DamagedFile as error:
         raise ApiError(500, f"{error}: the server's copy is damaged") from None
-    body = _body(files, file, start, end, first)
+    body = _body(files, file, pieces, first)
     return StreamingResponse(body, status_code=status, headers=common)
 
 
-async def _body(
-    files: FileStore, file: StoredFile, start: int, end: int, first_chunk: bytes
-) -> AsyncIterator[bytes]:
+def _pieces(start: int, end: int) -> list[tuple[int, Span]]:
+    """The chunks bytes start..end (inclusive) cover, each with the span of it
+    they want (None: all of it)."""
     first, last = start // CHUNK_BYTES, end // CHUNK_BYTES
+    pieces: list[tuple[int, Span]] = []
     for seq in range(first, last + 1):
-        if seq == first:
-            data = first_chunk
-        else:
-            data = await run_in_threadpool(files.read_chunk, file, seq)
         low = start - seq * CHUNK_BYTES if seq == first else 0
-        high = end - seq * CHUNK_BYTES + 1 if seq == last else len(data)
-        yield data[low:high]
+        high = end - seq * CHUNK_BYTES + 1 if seq == last else CHUNK_BYTES
+        pieces.append((seq, None if (low, high) == (0, CHUNK_BYTES) else (low, high)))
+    return pieces
+
+
+async def _body(
+    files: FileStore, file: StoredFile, pieces: list[tuple[int, Span]], first: bytes
+) -> AsyncIterator[bytes]:
+    yield first
+    for seq, span in pieces[1:]:
+        yield await run_in_threadpool(files.read_chunk, file, seq, span)
 
 
 def _tags(header: str) -> set[str]:

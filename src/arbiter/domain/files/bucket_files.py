@@ -3,8 +3,9 @@
 Each file is an object named by its kind, name and hash
 (`nets/<name>/<sha256 hex>`, `books/<name>/sha384-<hex of its sri>`) beside a small
 manifest (`<key>.chunks`: the SHA-256 of each CHUNK_BYTES), so a download
-reads only the chunks a Range covers and checks each before its bytes leave
-the server, as with the database's chunks. Publishing uploads the object and
+reads only the chunks a Range covers and checks each before its bytes first
+leave the server; a chunk checked once is later read only as far as the
+request wants, as with the database's chunks. Publishing uploads the object and
 its manifest, reads the object back against the manifest, and only then
 commits the row: a name never points at a partial object. When that commit
 fails the object stays behind as an orphan, never deleted here: its key is its
@@ -26,12 +27,16 @@ from pathlib import Path
 from arbiter.domain.files.stored import (
     BOOK,
     CHUNK_BYTES,
+    CheckedChunks,
     DamagedFile,
     DatabaseFiles,
     FileUnavailable,
     Record,
+    Span,
     StoredFile,
     chunk_hashes,
+    chunk_key,
+    cut,
 )
 from arbiter.storage import Storage
 from arbiter.storage.object_store import Bucket, NoSuchObject, ObjectStoreError
@@ -57,6 +62,7 @@ class BucketFiles:
         self._database = DatabaseFiles(storage)
         self._manifests: dict[StoredFile, list[str]] = {}
         self._lock = threading.Lock()
+        self._checked = CheckedChunks()
 
     def publish(self, file: StoredFile, source: Path, record: Record) -> None:
         hashes = chunk_hashes(source)
@@ -76,24 +82,33 @@ class BucketFiles:
         if read != hashes:
             raise ObjectStoreError(f"object store: {key} does not read back as it was written")
 
-    def read_chunk(self, file: StoredFile, seq: int) -> bytes:
+    def read_chunk(self, file: StoredFile, seq: int, span: Span = None) -> bytes:
         with _unavailable():
             hashes = self._manifest(file)
             if hashes is None:
-                return self._database.read_chunk(file, seq)
+                return self._database.read_chunk(file, seq, span)
             if not 0 <= seq < len(hashes):
                 raise DamagedFile(f"{file.name}: chunk {seq} is missing")
             start = seq * CHUNK_BYTES
             end = min(start + CHUNK_BYTES, file.size) - 1
-            try:
-                data = self._bucket.read(object_key(file), start, end)
-            except NoSuchObject:
-                log.error("%s %s: its object is missing", file.kind, file.name)
-                raise DamagedFile(f"{file.name}: chunk {seq} is missing") from None
+            key = chunk_key(file, seq)
+            if key in self._checked:
+                low, high = span or (0, end - start + 1)
+                return self._read(file, seq, start + low, start + high - 1)
+            data = self._read(file, seq, start, end)
         if hashlib.sha256(data).hexdigest() != hashes[seq]:
             log.error("%s %s: chunk %d does not match its SHA-256", file.kind, file.name, seq)
             raise DamagedFile(f"{file.name}: chunk {seq} is damaged")
-        return data
+        self._checked.add(key)
+        return cut(data, span)
+
+    def _read(self, file: StoredFile, seq: int, first: int, last: int) -> bytes:
+        """Bytes first..last (inclusive) of the file's object."""
+        try:
+            return self._bucket.read(object_key(file), first, last)
+        except NoSuchObject:
+            log.error("%s %s: its object is missing", file.kind, file.name)
+            raise DamagedFile(f"{file.name}: chunk {seq} is missing") from None
 
     def is_stored(self, file: StoredFile) -> bool:
         with _unavailable():
@@ -109,6 +124,7 @@ class BucketFiles:
             self._bucket.delete(object_key(file) + MANIFEST)
         with self._lock:
             self._manifests.pop(file, None)
+        self._checked.forget(file)
         self._database.delete(file)
 
     def _manifest(self, file: StoredFile) -> list[str] | None:
