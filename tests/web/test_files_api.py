@@ -177,6 +177,27 @@ def test_uploads_over_the_limit_are_refused(tmp_path: Path, settings: Any) -> No
         assert client.get("/api/nns").json()["nets"] == []
 
 
+def test_uploads_beyond_the_daily_quota_are_a_429_that_says_when(settings: Settings) -> None:
+    with TestClient(create_app(settings.with_changes(upload_quota_files=1))) as client:
+        reply = client.post(f"/api/upload_net?name={NET_NAME}", content=NET, headers=bearer(client))
+        assert reply.status_code == 200, reply.text
+        epd = b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -\n"
+        refused = client.post("/api/upload_book?name=mine.epd", content=epd, headers=bearer(client))
+        assert refused.status_code == 429
+        assert "uploaded 1 files in the last 24 hours" in refused.json()["error"]
+        assert int(refused.headers["retry-after"]) > 23 * 3600
+        assert "mine.epd" not in client.get("/api/books").json()["books"]
+
+
+def test_a_declared_size_beyond_the_quota_is_refused_before_the_body(settings: Settings) -> None:
+    with TestClient(create_app(settings.with_changes(upload_quota_bytes=len(NET) - 1))) as client:
+        reply = client.post(f"/api/upload_net?name={NET_NAME}", content=NET, headers=bearer(client))
+        assert reply.status_code == 400
+        message = "/api/upload_net: file: The file is larger than the 4.0 KiB one account may"
+        assert reply.json()["error"].startswith(message)
+        assert client.get("/api/nns").json()["nets"] == []
+
+
 def test_unknown_net_is_a_404(client: TestClient) -> None:
     assert client.get("/api/nn/nn-000000000000.nnue").status_code == 404
 

@@ -5,6 +5,8 @@ import hashlib
 from starlette.testclient import TestClient
 
 from arbiter.domain.run_args import DEFAULT_BOOK
+from arbiter.web.app import create_app
+from arbiter.web.settings import Settings
 from tests.web.support import csrf_of, log_in, make_user
 
 NET = b"NNUE" + bytes(range(256)) * 8
@@ -86,3 +88,20 @@ def test_uploads_refuse_a_missing_csrf_token(client: TestClient) -> None:
     logged_in(client)
     reply = client.post("/upload", files={"file": (NET_NAME, NET, "application/octet-stream")})
     assert reply.status_code == 403
+
+
+def test_a_full_daily_quota_shows_beside_the_file(settings: Settings) -> None:
+    with TestClient(create_app(settings.with_changes(upload_quota_files=1))) as client:
+        token = logged_in(client)
+        book = ("x.epd", b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -\n", "text/plain")
+        first = client.post(
+            "/upload/book", data={"csrf_token": token, "book_name": "one.epd"}, files={"file": book}
+        )
+        assert first.status_code == 200, first.text
+        second = client.post(
+            "/upload/book", data={"csrf_token": token, "book_name": "two.epd"}, files={"file": book}
+        )
+        assert second.status_code == 429
+        assert 'id="book_file-error"' in second.text
+        assert "uploaded 1 files in the last 24 hours" in second.text
+        assert "two.epd" not in client.get("/books").text

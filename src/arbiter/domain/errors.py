@@ -103,6 +103,10 @@ class SearchesBusy(RetryLater):
         super().__init__(1.0, message or self.default_message)
 
 
+class UploadQuotaReached(RetryLater):
+    """The account has uploaded all it may in the last 24 hours (domain/files/upload_quota.py)."""
+
+
 class TooManyGitReads(RetryLater):
     """This account already has its share of git operations in flight."""
 

@@ -20,6 +20,7 @@ from arbiter.storage.records import (
     SessionRecord,
     TaskRecord,
     TokenRecord,
+    UploadTally,
     UserRecord,
     WorkerBlockRecord,
 )
@@ -377,6 +378,10 @@ class NetStore(Protocol):
         """Adds `count` to the net's downloads (none when no such net)."""
         ...
 
+    def uploaded_by(self, username: str, since: float) -> UploadTally:
+        """The nets `username` uploaded at or after `since` (by an index)."""
+        ...
+
     def search(
         self, found: NetSearch, *, offset: int, limit: int
     ) -> tuple[Sequence[NetRecord], int]:
@@ -397,4 +402,8 @@ class BookStore(Protocol):
     def get(self, name: str) -> BookRecord | None: ...
     def list(self) -> list[BookRecord]:
         """By name."""
+        ...
+
+    def uploaded_by(self, username: str, since: float) -> UploadTally:
+        """The books `username` uploaded at or after `since`."""
         ...

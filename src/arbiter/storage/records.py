@@ -160,6 +160,22 @@ def no_results() -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class UploadTally:
+    """What one account uploaded since a time: how many files, their bytes, and
+    when the oldest of them came (None when none did)."""
+
+    files: int
+    size: int
+    oldest: float | None
+
+    def __add__(self, other: "UploadTally") -> "UploadTally":
+        times = [time for time in (self.oldest, other.oldest) if time is not None]
+        return UploadTally(
+            self.files + other.files, self.size + other.size, min(times, default=None)
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class NetRecord:
     name: str
     username: str

@@ -248,6 +248,7 @@ nets = Table(
     Column("is_master", Boolean, nullable=False, default=False),
     Column("first_test", Document, nullable=True),
     Column("last_test", Document, nullable=True),
+    Index(None, "username", "uploaded_at"),
 )
 
 books = Table(

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, delete, func, select, true, update
+from sqlalchemy import Connection, Row, Table, and_, delete, func, select, true, update
 
-from arbiter.storage.records import BookRecord, NetRecord, NetSearch, PgnInfo
+from arbiter.storage.records import BookRecord, NetRecord, NetSearch, PgnInfo, UploadTally
 from arbiter.storage.schema import books, file_chunks, nets, pgns
 from arbiter.storage.sql_common import unique, upsert
 
@@ -85,6 +85,9 @@ class SqlNetStore:
         statement = update(nets).where(nets.c.name == name).values(downloads=added)
         self._connection.execute(statement)
 
+    def uploaded_by(self, username: str, since: float) -> UploadTally:
+        return _tally(self._connection, nets, username, since)
+
     def mark_tested(self, name: str, test: Mapping[str, Any], *, master: bool) -> None:
         # JSON columns keep a Python None as JSON null, which SQL's IS NULL does
         # not match: the first test is decided on the row as read.
@@ -97,6 +100,14 @@ class SqlNetStore:
         if master:
             values["is_master"] = True
         self._connection.execute(update(nets).where(nets.c.name == name).values(values))
+
+
+def _tally(connection: Connection, table: Table, username: str, since: float) -> UploadTally:
+    query = select(func.count(), func.sum(table.c.size), func.min(table.c.uploaded_at)).where(
+        table.c.username == username, table.c.uploaded_at >= since
+    )
+    files, size, oldest = connection.execute(query).one()
+    return UploadTally(int(files), int(size or 0), None if oldest is None else float(oldest))
 
 
 class SqlBookStore:
@@ -114,6 +125,9 @@ class SqlBookStore:
     def list(self) -> list[BookRecord]:
         query = select(books).order_by(books.c.name)
         return [BookRecord(**row._mapping) for row in self._connection.execute(query)]
+
+    def uploaded_by(self, username: str, since: float) -> UploadTally:
+        return _tally(self._connection, books, username, since)
 
 
 class SqlFileChunkStore:

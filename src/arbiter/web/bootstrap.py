@@ -21,6 +21,7 @@ from arbiter.domain.files.bucket_files import BucketFiles
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.files.stored import DatabaseFiles, FileStore
+from arbiter.domain.files.upload_quota import UploadQuota
 from arbiter.domain.follows import Follows
 from arbiter.domain.password_guard import PasswordGuard, PasswordLimits
 from arbiter.domain.repos.cache import RepoCache
@@ -252,9 +253,14 @@ def file_store(storage: Storage, settings: Settings) -> FileStore:
     return DatabaseFiles(storage) if bucket is None else BucketFiles(storage, bucket)
 
 
+def upload_quota(settings: Settings) -> UploadQuota:
+    return UploadQuota(files=settings.upload_quota_files, size=settings.upload_quota_bytes)
+
+
 def open_books(storage: Storage, settings: Settings, files: FileStore | None = None) -> BookLibrary:
     """The book library with its hashes loaded; the primary installs the shipped book."""
-    books = BookLibrary(storage, settings.data_dir / "books", files=files)
+    quota = upload_quota(settings)
+    books = BookLibrary(storage, settings.data_dir / "books", files=files, quota=quota)
     books.load()
     if settings.is_primary and books.install_bundled():
         log.info("installed the default opening book")
@@ -323,7 +329,7 @@ def open_state(settings: Settings) -> AppState:
             secret_key=load_secret_key(storage, settings.secret_key),
             runs=runs,
             pgns=PgnArchive(storage),
-            nets=NetLibrary(storage, files=files),
+            nets=NetLibrary(storage, files=files, quota=upload_quota(settings)),
             books=books,
             task_semaphore=gate,
             worker_package=publish_worker_package(settings),

@@ -28,6 +28,7 @@ from arbiter.domain.errors import (
     TooManyAttempts,
     TooManyGitReads,
     Unauthorized,
+    UploadQuotaReached,
     ValidationError,
 )
 from arbiter.domain.files.stored import FileUnavailable
@@ -63,6 +64,7 @@ _DOMAIN_STATUS: tuple[tuple[type[DomainError], int], ...] = (
     (TooManyAttempts, 429),
     (PasswordChecksBusy, 503),
     (TooManyGitReads, 429),
+    (UploadQuotaReached, 429),
     (GitBusy, 503),
     (SearchesBusy, 503),
     (FileUnavailable, 503),

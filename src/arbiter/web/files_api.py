@@ -98,12 +98,19 @@ def _upload_name(request: Request) -> str:
     return name
 
 
+def _declared_size(request: Request) -> int:
+    length = request.headers.get("content-length", "")
+    return int(length) if length.isdecimal() else 0
+
+
 async def upload_net(request: Request) -> Response:
     require_primary(request)
     user = await bearer_user(request)
     name = _upload_name(request)
+    nets = app_state(request).nets
+    await run_in_threadpool(nets.check_quota, user.username, _declared_size(request))
     staged = await _receive_upload(request)
-    net = await run_in_threadpool(app_state(request).nets.add, user.username, name, staged)
+    net = await run_in_threadpool(nets.add, user.username, name, staged)
     return json_reply(request, _net_json(net))
 
 
@@ -111,8 +118,10 @@ async def upload_book(request: Request) -> Response:
     require_primary(request)
     user = await bearer_user(request)
     name = _upload_name(request)
+    books = app_state(request).books
+    await run_in_threadpool(books.check_quota, user.username, _declared_size(request))
     staged = await _receive_upload(request)
-    book = await run_in_threadpool(app_state(request).books.add, user.username, name, staged)
+    book = await run_in_threadpool(books.add, user.username, name, staged)
     return json_reply(request, {"name": book.name, **_book_json(book)})
 
 

@@ -38,6 +38,15 @@ Role = Literal["primary", "secondary"]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+# Settings where 0 has a meaning of its own, and below it none.
+_ZERO_MEANS = {
+    "max_connections": "automatic",
+    "overload_lag_ms": "never shed",
+    "upload_quota_files": "no bound",
+    "upload_quota_bytes": "no bound",
+}
+
+
 class SettingsError(ValueError):
     """A setting has a value we cannot use; the message names it."""
 
@@ -56,6 +65,10 @@ class Settings:
     # Request bodies: the API and forms, and the larger limit for net uploads.
     max_body_bytes: int = 2 * 1024 * 1024
     max_upload_bytes: int = 200 * 1024 * 1024
+    # Uploads one account may make in any 24 hours, nets and books together
+    # (domain/files/upload_quota.py); 0 lifts either bound.
+    upload_quota_files: int = 50
+    upload_quota_bytes: int = 5 * 1024**3
     # Connection limits (web/connection_limits.py): request head size and count
     # (431 beyond), seconds to send the head, a body period and the rate that
     # earns another, and open connections (0: the file-descriptor limit less 512).
@@ -192,10 +205,9 @@ class Settings:
             parse_networks(self.metrics_allow)
         except ValueError as error:
             raise SettingsError(f"ARBITER_METRICS_ALLOW: {error}") from None
-        if self.max_connections < 0:
-            raise SettingsError("ARBITER_MAX_CONNECTIONS must be 0 (automatic) or positive")
-        if self.overload_lag_ms < 0:
-            raise SettingsError("ARBITER_OVERLOAD_LAG_MS must be 0 (never shed) or positive")
+        for name, zero_means in _ZERO_MEANS.items():
+            if getattr(self, name) < 0:
+                raise SettingsError(f"ARBITER_{name.upper()} must be 0 ({zero_means}) or positive")
         self._validate_password_limits()
         self._validate_git()
         self._validate_files_s3()

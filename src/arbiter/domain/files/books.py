@@ -35,6 +35,7 @@ from arbiter.domain.files.book_catalogue import (
 from arbiter.domain.files.book_check import count_positions
 from arbiter.domain.files.staging import StagedUpload, StagingFile
 from arbiter.domain.files.stored import BOOK, DatabaseFiles, FileStore, StoredFile
+from arbiter.domain.files.upload_quota import NO_QUOTA, UploadQuota
 from arbiter.domain.run_args import DEFAULT_BOOK  # shipped, see scripts/make_default_book.py
 from arbiter.storage import Storage, Tx
 from arbiter.storage.errors import DuplicateKey
@@ -89,9 +90,11 @@ class BookLibrary:
         directory: Path,
         clock: Callable[[], float] = time.time,
         files: FileStore | None = None,
+        quota: UploadQuota = NO_QUOTA,
     ) -> None:
         self._storage = storage
         self.files = files or DatabaseFiles(storage)
+        self._quota = quota
         self.directory = directory
         self._clock = clock
         self._sris: dict[str, str] = {}  # hosted books
@@ -167,8 +170,19 @@ class BookLibrary:
         self._set_catalogue(catalogue)
         return len(catalogue)
 
+    def check_quota(self, username: str, adding: int = 0) -> None:
+        """Refuse, before its bytes are received, an upload of `adding` bytes
+        for which the account's daily quota has no room."""
+        with self._storage.read() as tx:
+            self._quota.check(tx, username, self._clock(), adding)
+
     def add(self, username: str, name: str, staged: StagedUpload) -> BookRecord:
         """Validate and publish an upload; the staging file is gone afterwards either way."""
+        return self._add(username, name, staged, self._quota)
+
+    def _add(
+        self, username: str, name: str, staged: StagedUpload, quota: UploadQuota
+    ) -> BookRecord:
         try:
             check_book_name(name)
             self._check_against_catalogue(name, staged.sri)
@@ -180,7 +194,7 @@ class BookLibrary:
                 total=count_positions(staged.path, name),
                 uploaded_at=self._clock(),
             )
-            self._commit(book, staged)
+            self._commit(book, staged, quota)
             self._sris = {**self._sris, name: book.sri}
             return book
         finally:
@@ -195,8 +209,9 @@ class BookLibrary:
                 "file", f"{name} is a catalogue book and this file is not it (its sri differs)"
             )
 
-    def _commit(self, book: BookRecord, staged: StagedUpload) -> None:
+    def _commit(self, book: BookRecord, staged: StagedUpload, quota: UploadQuota) -> None:
         def write_record(tx: Tx) -> None:
+            quota.check(tx, book.username, book.uploaded_at, adding=book.size)
             tx.books.add(book)
             record(
                 tx,
@@ -224,7 +239,7 @@ class BookLibrary:
         with (_BUNDLED / DEFAULT_BOOK).open("rb") as source:
             for chunk in iter(lambda: source.read(1 << 16), b""):
                 staging.write(chunk)
-        self.add(SYSTEM_USER, DEFAULT_BOOK, staging.finish())
+        self._add(SYSTEM_USER, DEFAULT_BOOK, staging.finish(), NO_QUOTA)
         return True
 
     def list(self) -> list[BookRecord]:

@@ -18,6 +18,7 @@ from arbiter.domain.errors import NotFound, ValidationError
 from arbiter.domain.files.download_counts import DownloadCounts
 from arbiter.domain.files.staging import StagedUpload
 from arbiter.domain.files.stored import NET, DatabaseFiles, FileStore, StoredFile
+from arbiter.domain.files.upload_quota import NO_QUOTA, UploadQuota
 from arbiter.storage import Storage, Tx
 from arbiter.storage.errors import DuplicateKey
 from arbiter.storage.records import NetRecord, NetSearch
@@ -46,11 +47,19 @@ class NetLibrary:
         storage: Storage,
         clock: Callable[[], float] = time.time,
         files: FileStore | None = None,
+        quota: UploadQuota = NO_QUOTA,
     ) -> None:
         self._storage = storage
         self.files = files or DatabaseFiles(storage)
+        self._quota = quota
         self._clock = clock
         self.downloads = DownloadCounts(self._write_downloads)
+
+    def check_quota(self, username: str, adding: int = 0) -> None:
+        """Refuse, before its bytes are received, an upload of `adding` bytes
+        for which the account's daily quota has no room."""
+        with self._storage.read() as tx:
+            self._quota.check(tx, username, self._clock(), adding)
 
     def add(self, username: str, name: str, staged: StagedUpload) -> NetRecord:
         """Verify and publish an upload; the staging file is gone afterwards either way."""
@@ -75,6 +84,7 @@ class NetLibrary:
 
     def _commit(self, net: NetRecord, staged: StagedUpload) -> None:
         def write_record(tx: Tx) -> None:
+            self._quota.check(tx, net.username, net.uploaded_at, adding=net.size)
             tx.nets.add(net)
             record(
                 tx,

@@ -11,7 +11,7 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
 
-from arbiter.domain.errors import ValidationError
+from arbiter.domain.errors import UploadQuotaReached, ValidationError
 from arbiter.domain.files.staging import StagedUpload, StagingFile
 from arbiter.storage.records import NetSearch
 from arbiter.web.api import app_state
@@ -76,18 +76,24 @@ def _stage(request: Request, upload: UploadFile) -> StagedUpload:
 
 async def _upload(request: Request, kind: str) -> Response:
     user = require_user(request)
+    state = app_state(request)
+    library = state.nets if kind == "net" else state.books
+    try:  # before the form's bytes are read
+        await run_in_threadpool(library.check_quota, user.username)
+    except UploadQuotaReached as full:
+        return await _upload_page(request, {f"{kind}_file": str(full)}, 429)
     fields, upload = await read_upload_form(request)
     if upload is None:
         return await _upload_page(request, {f"{kind}_file": "Choose a file."}, 400)
     name = fields.get(f"{kind}_name", "").strip() or (upload.filename or "")
-    state = app_state(request)
-    add = state.nets.add if kind == "net" else state.books.add
     try:
         staged = await run_in_threadpool(_stage, request, upload)
-        await run_in_threadpool(add, user.username, name, staged)
+        await run_in_threadpool(library.add, user.username, name, staged)
     except ValidationError as error:
         field = f"{kind}_{'file' if error.field == 'file' else 'name'}"
         return await _upload_page(request, {field: str(error)}, 400)
+    except UploadQuotaReached as full:
+        return await _upload_page(request, {f"{kind}_file": str(full)}, 429)
     finally:
         await upload.close()
     session_of(request).flash(f"{name} uploaded.")
