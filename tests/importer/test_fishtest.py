@@ -5,6 +5,8 @@ from typing import Any
 
 import pytest
 from argon2 import PasswordHasher
+from bson.decimal128 import Decimal128
+from bson.int64 import Int64
 from sqlalchemy import Engine, select, text
 
 from arbiter.cli import main
@@ -14,7 +16,16 @@ from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.storage.schema import metadata
 from tests.importer import small_dump
-from tests.importer.fishtest_dump import CLEAR_PASSWORD, T0, oid, write_collection
+from tests.importer.fishtest_dump import (
+    CLEAR_PASSWORD,
+    T0,
+    base_args,
+    oid,
+    run,
+    stats,
+    task,
+    write_collection,
+)
 from tests.importer.small_dump import (
     BAYES,
     DELETED,
@@ -403,3 +414,53 @@ def test_documents_the_database_refuses_are_skipped_alone(
             assert list(stored) == ["message 0", "message 1", "message 3", "message 4"]
     finally:
         engine.dispose()
+
+
+def test_names_signup_refuses_and_documents_of_any_shape_are_reported_not_fatal(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Accounts whose names signup would refuse are skipped; Int64 and Decimal128
+    numbers anywhere in a run import as numbers; a run of a shape no rule
+    foresaw is reported and skipped, and a second run of the import (a
+    resume) neither stops there nor changes anything."""
+    db = tmp_path / "dump" / "fishtest_new"
+    users = [
+        {"_id": oid(300 + n), "username": name, "password": CLEAR_PASSWORD}
+        for n, name in enumerate(["Alice", "\u0410lice", "<i>x</i>", "a\nb", "../../../etc"])
+    ]
+    users.append({"_id": oid(310), "username": "Alice\x00evil", "groups": ["group:approvers"]})
+    write_collection(db, "users", users)
+    numbers = run(
+        400,
+        base_args(num_games=Int64(400), threads=Int64(1), throughput=Decimal128("100")),
+        [task(0, stats(Int64(100), 80, Int64(20), [Int64(1), 40, 100, 50, Int64(9)]))],
+        total_games=Int64(200),
+    )
+    odd = {**run(401, base_args(), [task(0, stats(1, 1, 1, None))]), "tasks": 5}
+    write_collection(db, "runs", [numbers, odd])
+    dump = tmp_path / "dump"
+    differences = 1  # the exit status that asks the operator to look at the report
+    assert run_import(dump, database_url, tmp_path / "data") == differences
+    out = capsys.readouterr().out
+    assert "1 finished runs not imported (see skipped)" in out
+    assert "users: 1 imported, 5 skipped" in out
+    assert "username breaks signup's rule (2 to 32 letters and digits)" in out
+    assert "runs: 1 imported, 1 skipped" in out
+    assert "unreadable (TypeError" in out
+    assert str(oid(401)) in out
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        with engine.connect() as connection:
+            names = connection.execute(text("SELECT username FROM users")).scalars().all()
+        storage = Storage(engine)
+        with storage.read() as tx:
+            (imported,) = tx.runs.get_many([str(oid(400))])
+        before = snapshot(engine)
+        assert run_import(dump, database_url, tmp_path / "data") == differences
+        assert snapshot(engine) == before
+    finally:
+        engine.dispose()
+    assert names == ["Alice"]
+    assert (imported.wins, imported.draws, imported.pentanomial) == (100, 20, (1, 40, 100, 50, 9))
+    assert imported.args["num_games"] == 400
+    assert imported.args["throughput"] == 100

@@ -59,13 +59,18 @@ def example_id(document: Document) -> str | None:
 def _each(
     documents: list[Document], convert: Callable[[Document], Any], prepared: Prepared
 ) -> list[tuple[Document, Any]]:
-    """Convert each document; a Skip is counted with its reason."""
+    """Convert each document; a Skip is counted with its reason, and so is a
+    document of a shape no rule foresaw (reported, never a traceback that
+    would stop the import again at the same place on every resume)."""
     converted = []
     for document in documents:
         try:
             converted.append((document, convert(document)))
         except Skip as skip:
             prepared.skipped.append((str(skip), example_id(document)))
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
+            reason = f"unreadable ({type(error).__name__}: {str(error)[:120]})"
+            prepared.skipped.append((reason, example_id(document)))
     return converted
 
 

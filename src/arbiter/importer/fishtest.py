@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from argon2 import PasswordHasher
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 
 from arbiter.domain.runs import contribution_totals
 from arbiter.importer.collections import IGNORED, Document, Kind, Prepared, kinds
@@ -30,6 +30,10 @@ from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.records import NetRecord
 
 log = logging.getLogger(__name__)
+# Why a batch's write can fail on what its documents hold: the database's
+# refusal, or a value its driver or our encoders cannot take. The batch is
+# then written one item at a time, and what still fails is reported and skipped.
+WRITE_REFUSALS = (StatementError, TypeError, ValueError, OverflowError)
 
 BATCH_DOCUMENTS = 500
 BATCH_BYTES = 16 << 20  # PGNs are large: a batch stops at this many bytes of BSON too
@@ -157,7 +161,7 @@ class FishtestImport:
             return
         except StorageUnavailable:
             raise
-        except DBAPIError:
+        except WRITE_REFUSALS:
             report.imported = imported
             log.info("a batch of %s was refused; writing it one item at a time", report.name)
         self._commit_one_by_one(key, kind, prepared, report)
@@ -175,13 +179,21 @@ class FishtestImport:
                     kind.write(tx, [item])
             except StorageUnavailable:
                 raise
-            except DBAPIError as error:
-                first_line = str(error.orig).strip().splitlines()[0][:200]
-                report.skip(f"refused by the database: {first_line}", _item_id(item))
+            except WRITE_REFUSALS as error:
+                report.skip(_refusal(error), _item_id(item))
             else:
                 report.imported += 1
         with self._storage.write() as tx:
             tx.kv.set(key, report.to_marker())
+
+
+def _refusal(error: Exception) -> str:
+    """The first line of why an item was not written, for the report."""
+    cause = error.orig if isinstance(error, StatementError) else error
+    first_line = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:200]
+    if isinstance(error, DBAPIError):
+        return f"refused by the database: {first_line}"
+    return f"not writable ({type(cause).__name__}: {first_line})"
 
 
 def _item_id(item: object) -> str | None:  # noqa: PLR0911 - one return per kind of item

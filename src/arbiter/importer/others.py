@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from arbiter.domain.actions import ACTION_NAMES
+from arbiter.domain.errors import ValidationError
+from arbiter.domain.profile_fields import check_username
 from arbiter.importer.runs import Skip
 from arbiter.importer.values import (
     id_time,
@@ -42,8 +44,12 @@ def convert_user(document: dict[str, Any]) -> UserFields:
     username = document.get("username")
     if not isinstance(username, str) or not username.strip():
         raise Skip("no username")
-    if len(username) > 64:
-        raise Skip("username longer than 64 characters")
+    try:
+        # Signup's rule, so no imported account can be a look-alike of another
+        # (a Cyrillic "а"), carry markup or a newline, or be cut short at a NUL.
+        check_username(username)
+    except ValidationError:
+        raise Skip("username breaks signup's rule (2 to 32 letters and digits)") from None
     groups = sequence(document.get("groups"))
     row = {
         "username": username,
@@ -81,7 +87,9 @@ def convert_action(document: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         "message": document.get("message") if isinstance(document.get("message"), str) else "",
         "run_id": object_id_text(document.get("run_id")),
         "run": text(document.get("run"), 64) or None,
-        "task_id": task_id if isinstance(task_id, int) and not isinstance(task_id, bool) else None,
+        "task_id": int(task_id)
+        if isinstance(task_id, int) and not isinstance(task_id, bool)
+        else None,
         "worker": text(document.get("worker"), 160) or None,
         "user": text(document.get("user"), 64) or None,
         "data": extra or None,

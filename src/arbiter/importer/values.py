@@ -1,12 +1,20 @@
-"""BSON values made plain: what Arbiter's JSON columns and records can hold."""
+"""BSON values made plain: what Arbiter's JSON columns and records can hold.
+
+Every number type BSON has comes out as a Python int or float: a 32-bit int,
+an Int64 (an int subclass no JSON encoder of ours accepts as it is), a double,
+and a Decimal128. Text loses its NUL characters, which PostgreSQL's text and
+JSONB refuse and which would cut a name short in C-string APIs.
+"""
 
 import math
 import re
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
+from bson.decimal128 import Decimal128
 
 _HEX24 = re.compile(r"[0-9a-f]{24}")
 
@@ -43,10 +51,16 @@ def plain(value: Any) -> Any:  # noqa: PLR0911 - one return per BSON type
     """JSON-safe: dates as Unix seconds, ObjectIds as hex text, bytes as hex,
     non-finite floats as text (PostgreSQL's JSONB has no NaN)."""
     if isinstance(value, dict):
-        return {str(key): plain(item) for key, item in value.items()}
+        return {_clean(str(key)): plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [plain(item) for item in value]
-    if isinstance(value, bool | str | int) or value is None:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return _clean(value)
+    if isinstance(value, int | Decimal128):
+        value = _python_number(value)
+    if isinstance(value, int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
@@ -68,22 +82,39 @@ def sequence(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def integer(value: Any, default: int = 0) -> int:
-    if isinstance(value, bool):
-        return int(value)
+def _python_number(value: int | Decimal128) -> int | float:
+    """An Int64 as a plain int; a Decimal128 as an int when whole, else a float."""
     if isinstance(value, int):
-        return value
+        return int(value)
+    decimal: Decimal = value.to_decimal()
+    if decimal.is_finite() and decimal == decimal.to_integral_value():
+        return int(decimal)
+    return float(decimal)
+
+
+def integer(value: Any, default: int = 0) -> int:
+    if isinstance(value, Decimal128):
+        value = _python_number(value)
+    if isinstance(value, int):  # bool, Int64 and int alike
+        return int(value)
     if isinstance(value, float) and math.isfinite(value):
         return int(value)
     return default
 
 
 def number(value: Any, default: float = 0.0) -> float:
+    if isinstance(value, Decimal128):
+        value = _python_number(value)
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return default
 
 
 def text(value: Any, limit: int, default: str = "") -> str:
-    """A string clipped to its column's size (PostgreSQL refuses longer ones)."""
-    return value[:limit] if isinstance(value, str) else default
+    """A string without NULs, clipped to its column's size (PostgreSQL refuses
+    longer ones)."""
+    return _clean(value)[:limit] if isinstance(value, str) else default
+
+
+def _clean(value: str) -> str:
+    return value.replace("\x00", "") if "\x00" in value else value
