@@ -19,6 +19,7 @@ import uvicorn
 
 from arbiter.web.connection_limits import (
     FD_RESERVE,
+    AddressShares,
     ConnectionLimits,
     LimitedHttpToolsProtocol,
     reply_bytes,
@@ -50,9 +51,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     stop(running)
 
 
-def connect(server: Server) -> socket.socket:
+def connect(server: Server, source: str = "127.0.0.1") -> socket.socket:
+    """A connection from `source`, an address of the loopback network (all of
+    127.0.0.0/8 is this machine's), so one machine can be several clients."""
     host, port = server.url.removeprefix("http://").split(":")
-    return socket.create_connection((host, int(port)), timeout=10)
+    return socket.create_connection((host, int(port)), timeout=10, source_address=(source, 0))
 
 
 def read_until_closed(connection: socket.socket) -> bytes:
@@ -130,11 +133,45 @@ def test_each_limit_is_a_setting() -> None:
         body_timeout=1,
         body_min_rate=1000,
         max_connections=0,
+        max_connections_per_address=0,
     )
     assert connection_limits(Settings()) == ConnectionLimits()
 
 
-@pytest.mark.parametrize("name", [*SMALL_LIMITS, "ARBITER_MAX_CONNECTIONS"])
+def test_an_address_share_is_a_twentieth_of_the_cap_at_least_100() -> None:
+    assert ConnectionLimits(max_connections=10_000).effective_per_address() == 500
+    assert ConnectionLimits(max_connections=1_000).effective_per_address() == 100
+    assert ConnectionLimits(max_connections=50).effective_per_address() == 50
+    assert (
+        ConnectionLimits(max_connections=50, max_connections_per_address=7).effective_per_address()
+        == 7
+    )
+
+
+@pytest.mark.parametrize(
+    ("peer", "key"),
+    [
+        (("192.0.2.7", 5000), "192.0.2.7"),
+        (("2001:db8:1:2:3:4:5:6", 5000, 0, 0), "2001:db8:1:2::/64"),
+        (("2001:db8:1:2:ffff::1", 5000, 0, 0), "2001:db8:1:2::/64"),  # the same /64
+        (("::ffff:192.0.2.7", 5000, 0, 0), "192.0.2.7"),
+        (("10.0.0.2", 5000), None),  # the proxy
+        (("10.1.2.3", 5000), None),  # in the proxies' network
+        ("/run/arbiter.sock", None),  # a Unix socket
+    ],
+)
+def test_what_counts_as_one_address(peer: object, key: str | None) -> None:
+    shares = AddressShares("10.0.0.2, 10.1.0.0/16")
+    assert shares.key(peer) == key
+
+
+def test_a_wildcard_proxy_list_exempts_no_address() -> None:
+    assert AddressShares("*").key(("127.0.0.1", 1)) == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    "name", [*SMALL_LIMITS, "ARBITER_MAX_CONNECTIONS", "ARBITER_MAX_CONNECTIONS_PER_ADDRESS"]
+)
 def test_a_limit_out_of_range_is_refused(name: str) -> None:
     with pytest.raises(SettingsError, match=name):
         Settings.from_env({name: "-1"})
@@ -255,12 +292,27 @@ def capped_server(tmp_path: Path) -> Iterator[Server]:
     stop(running)
 
 
+def busy(server: Server, source: str = "127.0.0.1") -> socket.socket:
+    """A connection served once (so it is counted) and now in the middle of its
+    next request's head (so it is not idle): the request and the start of the
+    next go in one write, so both are read before the first reply is sent."""
+    connection = connect(server, source)
+    connection.sendall(GET + b"\r\n" + GET)
+    assert read_reply(connection)[0] == 200
+    return connection
+
+
+def served(server: Server, source: str = "127.0.0.1") -> socket.socket:
+    """A connection served once and now idle, waiting for its next request."""
+    connection = connect(server, source)
+    connection.sendall(GET + b"\r\n")
+    assert read_reply(connection)[0] == 200
+    return connection
+
+
 def test_connections_over_the_cap_get_a_json_503_at_once(capped_server: Server) -> None:
-    held = [connect(capped_server) for _ in range(4)]
+    held = [busy(capped_server) for _ in range(4)]
     try:
-        for connection in held:  # each one served, so each one counted
-            connection.sendall(GET + b"\r\n")
-            assert read_reply(connection)[0] == 200
         with connect(capped_server) as extra:
             started = time.monotonic()
             extra.sendall(GET + b"\r\n")
@@ -279,6 +331,69 @@ def test_connections_over_the_cap_get_a_json_503_at_once(capped_server: Server) 
     finally:
         for connection in held:
             connection.close()
+
+
+def test_at_the_cap_the_longest_idle_connection_makes_room(capped_server: Server) -> None:
+    """A client holding idle connections up to the cap cannot keep others out:
+    the newcomer is served and the connection idle the longest is closed."""
+    held = [served(capped_server, "127.0.0.2") for _ in range(4)]
+    try:
+        with served(capped_server, "127.0.0.3") as newcomer:
+            newcomer.sendall(GET + b"\r\n")
+            assert read_reply(newcomer)[0] == 200
+        assert read_until_closed(held[0]) == b""  # the longest idle, closed for it
+    finally:
+        for connection in held:
+            connection.close()
+
+
+@pytest.fixture
+def shared_server(tmp_path: Path) -> Iterator[Server]:
+    env = {"ARBITER_MAX_CONNECTIONS_PER_ADDRESS": "3", "FORWARDED_ALLOW_IPS": "127.0.0.1"}
+    running = start_server(tmp_path / "data", extra_env=env)
+    yield running
+    stop(running)
+
+
+def test_one_address_holds_at_most_its_share(shared_server: Server) -> None:
+    """An address at its share is refused, whether its connections are busy or
+    idle; another address is served, and so is the trusted proxy, which carries
+    many clients and is not counted."""
+    held = [busy(shared_server, "127.0.0.2") for _ in range(2)]
+    held.append(served(shared_server, "127.0.0.2"))
+    try:
+        with connect(shared_server, "127.0.0.2") as extra:
+            extra.sendall(GET + b"\r\n")
+            status, headers, body = parse(read_until_closed(extra))
+        assert (status, headers["retry-after"]) == (503, "10")
+        assert (
+            body["error"] == "/api/active_runs: too many connections from your address, retry later"
+        )
+        others = [served(shared_server, "127.0.0.3") for _ in range(3)]
+        proxied = [served(shared_server, "127.0.0.1") for _ in range(5)]
+        for connection in others + proxied:
+            connection.close()
+        held.pop().close()  # its share has room again once one closes
+        with contextlib.closing(wait_for_a_place(shared_server, "127.0.0.2")) as again:
+            again.sendall(GET + b"\r\n")
+            assert read_reply(again)[0] == 200
+    finally:
+        for connection in held:
+            connection.close()
+
+
+def wait_for_a_place(server: Server, source: str) -> socket.socket:
+    """A connection from `source` that the server admits, once the close of
+    another has reached it (a refused one answers 503 and is tried again)."""
+    deadline = time.monotonic() + HANG_GUARD
+    while True:
+        connection = connect(server, source)
+        connection.sendall(GET + b"\r\n")
+        status = read_reply(connection)[0]
+        if status == 200:
+            return connection
+        connection.close()
+        assert time.monotonic() < deadline, "the closed connection was never counted out"
 
 
 REQUEST_MARK: contextvars.ContextVar[str] = contextvars.ContextVar("request_mark", default="")

@@ -11,8 +11,15 @@ cannot help, since it is called only once the headers are complete. So
 - time from a request's first byte to the end of its headers, and for its
   body: closed beyond them (a body still arriving at the minimum rate gets
   another period, so large uploads on slow links finish);
-- a cap on open connections: one more is answered with a JSON 503 and
-  Retry-After written on its transport, without the app;
+- a cap on open connections: at the cap the connection idle the longest is
+  closed to make room (an idle keep-alive connection may be closed at any
+  time, and a client reconnects), and only when none is idle is one more
+  answered with a JSON 503 and Retry-After written on its transport, without
+  the app;
+- a share of the cap per client address (an IPv6 client's /64 counting as one
+  address; proxies named in FORWARDED_ALLOW_IPS are not counted, since they
+  carry many clients and limit each themselves): one address holding
+  connections cannot take the others' room;
 - the keep-alive timeout kept by one sweep a second over the idle
   connections (`IdleConnections`) instead of uvicorn's timer armed after every
   response; a connection that never sends a byte is closed by it too.
@@ -26,6 +33,7 @@ callbacks; nothing blocks.
 """
 
 import asyncio
+import ipaddress
 import logging
 import resource
 import weakref
@@ -53,6 +61,10 @@ CAP_WARNING_EVERY = 60.0  # s between two "connection cap reached" warnings
 SHOWN_PATH_CHARS = 200
 
 MAX_SWEEP_INTERVAL = 1.0  # s; an idle connection is closed at most this late
+# The automatic share of one address: a campus of workers behind one NAT
+# holds far fewer connections than this (a worker holds one while it asks).
+MIN_AUTOMATIC_SHARE = 100
+IPV6_SHARED_PREFIX = 64  # one subscriber's network: what one IPv6 client can hold
 
 # Where a connection is in its current request.
 IDLE, HEAD, BODY = 0, 1, 2
@@ -66,11 +78,18 @@ class ConnectionLimits:
     body_timeout: float = 30.0
     body_min_rate: int = 16 * 1024  # bytes/s a body must keep up to get another period
     max_connections: int = 0  # 0: the file-descriptor limit less FD_RESERVE
+    # One client address's share of the cap; 0: a twentieth of it, at least 100.
+    max_connections_per_address: int = 0
 
     def effective_max_connections(self) -> int:
         """The cap, never above what the file-descriptor limit allows."""
         available = max(1, resource.getrlimit(resource.RLIMIT_NOFILE)[0] - FD_RESERVE)
         return min(self.max_connections, available) if self.max_connections else available
+
+    def effective_per_address(self) -> int:
+        cap = self.effective_max_connections()
+        share = self.max_connections_per_address or max(MIN_AUTOMATIC_SHARE, cap // 20)
+        return min(share, cap)
 
 
 def raise_fd_limit() -> None:
@@ -89,6 +108,7 @@ def protocol_class(limits: ConnectionLimits) -> type["LimitedHttpToolsProtocol"]
 
     BoundLimitedHttpToolsProtocol.limits = limits
     BoundLimitedHttpToolsProtocol.max_connections = limits.effective_max_connections()
+    BoundLimitedHttpToolsProtocol.max_per_address = limits.effective_per_address()
     return BoundLimitedHttpToolsProtocol
 
 
@@ -152,6 +172,16 @@ class IdleConnections:
     def discard(self, connection: "LimitedHttpToolsProtocol") -> None:
         self.since.pop(connection, None)
 
+    def close_longest_idle(self) -> bool:
+        """Close the connection that has waited longest for a request, to make
+        room for a new one; False when none waits."""
+        if not self.since:
+            return False
+        connection = next(iter(self.since))
+        del self.since[connection]
+        connection.timeout_keep_alive_handler()
+        return True
+
     def sweep(self) -> None:
         due = self.loop.time() - self.timeout
         expired = []
@@ -180,11 +210,87 @@ def idle_connections(
     return idle
 
 
+class AddressShares:
+    """How many connections each client address holds on one server, so that
+    none takes more than its share of the cap. Addresses are counted as keys:
+    an IPv4 address, an IPv6 client's /64 (an IPv4-mapped one as its IPv4
+    address); a trusted proxy (uvicorn's FORWARDED_ALLOW_IPS, "*" aside) or a
+    Unix socket has no key and is not counted."""
+
+    def __init__(self, trusted: list[str] | str) -> None:
+        self.proxies, self.proxy_names = _proxies(trusted)
+        self.held: dict[str, int] = {}
+
+    def key(self, peer: Any) -> str | None:
+        if not isinstance(peer, tuple) or not peer:
+            return None
+        host = str(peer[0])
+        try:
+            address = ipaddress.ip_address(host.split("%", 1)[0])
+        except ValueError:
+            return None if host in self.proxy_names else host
+        if any(address in network for network in self.proxies):
+            return None
+        if isinstance(address, ipaddress.IPv6Address):
+            if address.ipv4_mapped is not None:
+                return str(address.ipv4_mapped)
+            network = ipaddress.IPv6Network((address, IPV6_SHARED_PREFIX), strict=False)
+            return str(network)
+        return str(address)
+
+    def count(self, key: str) -> int:
+        return self.held.get(key, 0)
+
+    def add(self, key: str) -> None:
+        self.held[key] = self.held.get(key, 0) + 1
+
+    def remove(self, key: str) -> None:
+        left = self.held.get(key, 0) - 1
+        if left > 0:
+            self.held[key] = left
+        else:
+            self.held.pop(key, None)
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _proxies(trusted: list[str] | str) -> tuple[list[Network], set[str]]:
+    """uvicorn's FORWARDED_ALLOW_IPS as networks (an address is a network of
+    one) and other names. "*" trusts every peer's headers, which says nothing
+    of who is a proxy: then none is."""
+    entries = trusted.split(",") if isinstance(trusted, str) else trusted
+    networks: list[Network] = []
+    names: set[str] = set()
+    for entry in (entry.strip() for entry in entries):
+        if entry in ("", "*"):
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            names.add(entry)
+    return networks, names
+
+
+_shares_by_server: "weakref.WeakKeyDictionary[ServerState, AddressShares]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def address_shares(server_state: ServerState, trusted: list[str] | str) -> AddressShares:
+    """The address shares of the server whose state this is (one per server)."""
+    shares = _shares_by_server.get(server_state)
+    if shares is None:
+        shares = _shares_by_server[server_state] = AddressShares(trusted)
+    return shares
+
+
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the limits above (one instance a connection)."""
 
     limits: ClassVar[ConnectionLimits] = ConnectionLimits()
     max_connections: ClassVar[int] = 1 << 30
+    max_per_address: ClassVar[int] = 1 << 30
     last_cap_warning: ClassVar[float] = float("-inf")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -199,35 +305,53 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.phase_started = 0.0
         self.answered = False  # a reply was written here; nothing more is read or served
         self.turned_away = False  # over the cap: never served, never counted
+        self.refusal = ""  # why it was turned away
         self.idle = idle_connections(self.server_state, self.loop, self.timeout_keep_alive)
+        self.shares = address_shares(self.server_state, self.config.forwarded_allow_ips)
+        self.share_key: str | None = None  # the address it counts against, once admitted
 
     # ------------------------------------------------------------ connections
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        if len(self.connections) >= self.max_connections:
-            self.turn_away(transport)
+        key = self.shares.key(transport.get_extra_info("peername"))
+        if key is not None and self.shares.count(key) >= self.max_per_address:
+            self.turn_away(transport, "too many connections from your address, retry later")
+            return
+        if len(self.connections) >= self.max_connections and not self.idle.close_longest_idle():
+            self.turn_away(transport, "too many connections, retry later")
+            self.warn_at_cap()
             return
         super().connection_made(transport)
+        if key is not None:
+            self.shares.add(key)
+            self.share_key = key
         self.idle.add(self)  # closed by the sweep if no request ever comes
 
-    def turn_away(self, transport: asyncio.Transport) -> None:
-        """Over the cap: answer the request's first bytes with a 503 (its path is in
-        them), or close after LINGER_SECONDS if none come."""
+    def turn_away(self, transport: asyncio.Transport, refusal: str) -> None:
+        """Answer the request's first bytes with a 503 (its path is in them), or
+        close after LINGER_SECONDS if none come."""
         self.transport = transport
         self.turned_away = True
+        self.refusal = refusal
         self.phase_started = self.loop.time()
         self.phase_timer = self.loop.call_later(LINGER_SECONDS, transport.close)
+
+    def warn_at_cap(self) -> None:
         now = self.loop.time()
         if now - type(self).last_cap_warning >= CAP_WARNING_EVERY:
             type(self).last_cap_warning = now
             log.warning(
-                "%d connections open, the cap (ARBITER_MAX_CONNECTIONS): new ones get 503",
+                "%d connections open, the cap (ARBITER_MAX_CONNECTIONS), none of them idle:"
+                " new ones get 503",
                 len(self.connections),
             )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.cancel_phase_timer()
         self.idle.discard(self)
+        if self.share_key is not None:
+            self.shares.remove(self.share_key)
+            self.share_key = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -237,8 +361,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self.turned_away:
             parts = data.split(b" ", 2)
             path = shown_path(parts[1]) if len(parts) > 1 else "/"
-            message = "too many connections, retry later"
-            self.answer(503, "Service Unavailable", path, message, RETRY_AFTER_SECONDS)
+            self.answer(503, "Service Unavailable", path, self.refusal, RETRY_AFTER_SECONDS)
             return
         if self.phase == BODY:
             self.period_body_bytes += len(data)
@@ -296,8 +419,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             cycle, app = self.pipeline.pop()
             self._start_asgi_task(cycle, app)
             return
+        if self.phase != IDLE:
+            return  # the next request's head or body has begun: its own timer runs
         self.idle.add(self)
-        if self.phase == IDLE and self.cycle is not None and self.cycle.response_complete:
+        if self.cycle is not None and self.cycle.response_complete:
             # Request read and answered, and nothing of a later one read yet:
             # nothing reads its cycle, scope or headers again (the next request
             # makes new ones). Let them go now rather than at the connection's

@@ -147,6 +147,7 @@ def connection_limits(settings: Settings) -> ConnectionLimits:
         body_timeout=settings.body_timeout_seconds,
         body_min_rate=settings.body_min_bytes_per_second,
         max_connections=settings.max_connections,
+        max_connections_per_address=settings.max_connections_per_address,
     )
 
 

@@ -41,6 +41,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 # Settings where 0 has a meaning of its own, and below it none.
 _ZERO_MEANS = {
     "max_connections": "automatic",
+    "max_connections_per_address": "automatic",
     "overload_lag_ms": "never shed",
     "upload_quota_files": "no bound",
     "upload_quota_bytes": "no bound",
@@ -78,6 +79,9 @@ class Settings:
     body_timeout_seconds: int = 30
     body_min_bytes_per_second: int = 16 * 1024
     max_connections: int = 0
+    # One client address's share of them (an IPv6 /64 is one address; the
+    # proxies of FORWARDED_ALLOW_IPS are not counted); 0: a twentieth, at least 100.
+    max_connections_per_address: int = 0
     # Overload (web/overload.py): worker calls are answered "too busy" or 503 at
     # once while the event loop runs this many ms late; 0 never turns them away.
     overload_lag_ms: int = OVERLOAD_LAG_MS
