@@ -3,9 +3,11 @@ accepts connections and never answers, on a real `arbiter serve`, while pages,
 logins and worker calls keep answering, long before git's timeout.
 
 The server gets fewer request threads (20) than the git work it holds (32
-submissions waiting on the tarpit): if git ran in the request threadpool, the
-pages below would wait for the git timeout. The other 168 submissions are
-refused at once by the caps, with a Retry-After."""
+submissions waiting on the tarpit: the half of its 64 git threads that
+accounts with a read in flight may fill, the rest being kept for accounts
+with none): if git ran in the request threadpool, the pages below would wait
+for the git timeout. The other 168 submissions are refused at once by the
+caps, with a Retry-After."""
 
 import asyncio
 import re
@@ -33,7 +35,7 @@ SUBMISSIONS = 200
 GIT_TIMEOUT = 12
 SERVER_ENV = {
     "ARBITER_GIT_ALLOW": "127.0.0.0/8",
-    "ARBITER_GIT_THREADS": "32",
+    "ARBITER_GIT_THREADS": "64",
     "ARBITER_GIT_PER_ACCOUNT": "8",
     "ARBITER_GIT_TIMEOUT_SECONDS": str(GIT_TIMEOUT),
     "ARBITER_THREADPOOL_TOKENS": "20",
@@ -119,7 +121,7 @@ def test_submissions_on_a_tarpit_leave_the_server_answering(
     deadline = time.monotonic() + 30
     while len(tarpit.held) < 32 and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert len(tarpit.held) >= 32  # every git thread is stuck on the silent host
+    assert len(tarpit.held) >= 32  # every git thread these accounts may take is stuck
     during = latencies(server, 5)
     held_while_measuring = time.monotonic() - started < GIT_TIMEOUT
     thread.join(120)

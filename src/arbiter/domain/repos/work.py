@@ -9,6 +9,12 @@ decided at once, never by waiting: when every thread is busy the caller is told
 long as the git timeouts allow, so a tarpit host costs a few threads for a
 bounded time and nothing else.
 
+Half of the threads are kept for accounts with nothing in flight: an
+account's second read (and later ones) runs only while the other half has
+room. So a few accounts with slow repositories hold at most one thread each
+of the kept half, and everyone else's submission finds a thread unless as
+many accounts as there are threads are reading at once.
+
 `submit` takes only a mutex never held for I/O: it may be called on the event loop.
 """
 
@@ -21,6 +27,10 @@ from typing import TypeVar
 from arbiter.domain.errors import GitBusy, TooManyGitReads
 
 T = TypeVar("T")
+KEPT_FOR_OTHERS = (
+    "You have a submission reading repositories, and the server is keeping its"
+    " other git threads for accounts that have none."
+)
 
 
 class GitWork:
@@ -29,6 +39,8 @@ class GitWork:
             raise ValueError("git threads and the per-account cap must be positive")
         self.threads = threads
         self.per_account = min(per_account, threads)
+        # In-flight reads beyond which only an account's first read is admitted.
+        self.shared = threads - threads // 2
         self.retry_after = retry_after
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="arbiter-git")
         self._mutex = threading.Lock()
@@ -39,10 +51,13 @@ class GitWork:
         """Run `work` in a git thread, or refuse at once (GitBusy, TooManyGitReads)."""
         key = account.lower()
         with self._mutex:
-            if self._by_account[key] >= self.per_account:
+            held = self._by_account[key]
+            if held >= self.per_account:
                 raise TooManyGitReads(self.retry_after)
             if self._in_flight >= self.threads:
                 raise GitBusy(self.retry_after)
+            if held and self._in_flight >= self.shared:
+                raise TooManyGitReads(self.retry_after, KEPT_FOR_OTHERS)
             self._in_flight += 1
             self._by_account[key] += 1
 
