@@ -9,6 +9,7 @@ from pathlib import Path
 
 from arbiter.domain.actions import SYSTEM_USER
 from arbiter.domain.errors import DomainError, ValidationError
+from arbiter.domain.files import worker_package
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.data_dir_import import import_data_dir_files
 from arbiter.domain.runs import contribution_totals
@@ -18,7 +19,13 @@ from arbiter.storage.engine import describe_url, make_engine, probe
 from arbiter.storage.errors import DatabaseNotOpened, LeaseHeld
 from arbiter.storage.migrate import schema_status, upgrade
 from arbiter.storage.object_store import ObjectStoreError
-from arbiter.web.bootstrap import check_files, file_store, make_accounts, prepare_database
+from arbiter.web.bootstrap import (
+    check_files,
+    file_store,
+    make_accounts,
+    prepare_database,
+    worker_signing_key,
+)
 from arbiter.web.settings import Settings, SettingsError
 
 
@@ -47,11 +54,8 @@ def open_storage(settings: Settings, *, migrate_empty: bool = True) -> Iterator[
 def run_admin_command(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
-        if args.command == "db":
-            return db_command(args, settings)
-        if args.command == "books":
-            return books_command(args, settings)
-        return users_command(args, settings)
+        command = _COMMANDS.get(args.command, users_command)
+        return command(args, settings)
     except (DomainError, SettingsError) as error:
         print(f"arbiter: {error}", file=sys.stderr)
         return 1
@@ -190,3 +194,12 @@ def users_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def _status(pending: bool, blocked: bool) -> str:
     return "blocked" if blocked else "pending" if pending else "active"
+
+
+def signing_key_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the public key of the worker package's signing key (made when missing)."""
+    print(worker_package.public_key_of(worker_signing_key(settings)))
+    return 0
+
+
+_COMMANDS = {"db": db_command, "books": books_command, "signing-key": signing_key_command}

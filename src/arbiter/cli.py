@@ -1,5 +1,5 @@
-"""`arbiter`: serve | db upgrade/backup/restore | users create/token/list | books | import | worker
-| demo.
+"""`arbiter`: serve | db upgrade/backup/restore | users create/token/list | books | import |
+signing-key | worker | demo.
 
 This module parses arguments only. Each command's implementation is imported
 when it runs, so the worker distribution (which ships this file without the
@@ -78,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage_options(user_commands.add_parser("list", help="list accounts"))
     _add_books_parser(commands)
     _add_import_parser(commands)
+    signing = commands.add_parser(
+        "signing-key",
+        help="print the public key that signs the worker package (made on first use),"
+        " for workers to pin: arbiter worker --server-key KEY",
+    )
+    signing.add_argument(
+        "--data-dir", help="data directory (default ./arbiter-data; env ARBITER_DATA_DIR)"
+    )
     add_worker_parser(commands)
     add_demo_parser(commands)
     return parser

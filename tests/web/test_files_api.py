@@ -5,6 +5,7 @@ import gzip
 import hashlib
 import io
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import msgspec
 import pytest
 from starlette.testclient import TestClient
 
+from arbiter.cli import main
 from arbiter.domain.files.book_catalogue import REFERENCE_DEFAULT_BOOK
 from arbiter.domain.run_args import DEFAULT_BOOK
 from arbiter.protocol import WORKER_VERSION
@@ -23,6 +25,8 @@ from arbiter.storage.records import evolve
 from arbiter.web import files_api
 from arbiter.web.app import create_app
 from arbiter.web.settings import Settings
+from arbiter.worker.errors import UpdateError
+from arbiter.worker.package_trust import SignedFacts, verify
 from tests.domain.runs.support import worker
 from tests.web.live_server import create_token, create_user, start_server, stop
 from tests.web.support import STRONG_PASSWORD, make_user, state
@@ -483,3 +487,19 @@ def test_the_worker_package_is_published_with_its_description(client: TestClient
     other = client.get("/api/worker/arbiter-0.0.0-py3-none-any.whl")
     assert other.status_code == 404
     assert info["filename"] in other.json()["error"]
+
+
+def test_the_package_is_signed_with_the_key_the_operator_can_print(
+    client: TestClient, settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a worker checks before it installs the package (worker/package_trust.py)."""
+    info = client.get("/api/worker/package.json").json()
+    assert main(["signing-key", "--data-dir", str(settings.data_dir)]) == 0
+    assert info["public_key"] == capsys.readouterr().out.strip()
+    facts = SignedFacts(
+        info["filename"], info["version"], info["protocol"], info["sha256"], info["size"],
+        info["public_key"], info["signature"],
+    )  # fmt: skip
+    verify(facts, info["public_key"])
+    with pytest.raises(UpdateError, match="does not verify"):
+        verify(replace(facts, size=facts.size + 1), info["public_key"])

@@ -106,3 +106,10 @@ def test_reads_of_the_api_go_to_the_secondaries() -> None:
     for path in ("/api/get_run/abc", "/api/nn/nn-0123456789ab.nnue", "/api/book/a.epd", "/tests"):
         assert upstream_of("GET", path) == "arbiter_secondaries"
         assert upstream_of("HEAD", path) == "arbiter_secondaries"
+
+
+def test_the_signed_worker_package_comes_from_the_primary() -> None:
+    """Each process signs the package with the key of its own data dir: the
+    primary's is the one workers pin (a standby primary gets the same file)."""
+    for path in ("/api/worker/package.json", "/api/worker/package", "/api/worker/a.whl"):
+        assert upstream_of("GET", path) == upstream_of("HEAD", path) == "arbiter_primary"

@@ -27,6 +27,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert (config.concurrency, config.max_memory, config.min_threads) == (3, 8192, 1)
     assert config.fleet is False
     assert config.self_update is True
+    assert (config.server_key, config.allow_http_updates) == ("", False)
     assert config.compiler == ""
     assert len(config.uuid_prefix) == 8
     assert notes == []
@@ -98,6 +99,9 @@ def test_self_update_is_turned_off_in_the_file(tmp_path: Path) -> None:
         ({"fleet": "perhaps"}, "fleet"),
         ({"self_update": "sometimes"}, "self_update"),
         ({"compiler": "icc"}, "compiler"),
+        ({"server_key": "not base64!"}, "server_key"),
+        ({"server_key": "AAAA"}, "server_key"),  # base64, but not 32 bytes
+        ({"allow_http_updates": "maybe"}, "allow_http_updates"),
     ],
 )
 def test_bad_values_name_the_setting(tmp_path: Path, flags: dict[str, str], message: str) -> None:
@@ -155,3 +159,9 @@ def test_without_any_credential_every_way_to_give_one_is_named(tmp_path: Path) -
         configured(tmp_path, password="")
     for way in ("--password", "--token", "--token-file", "ARBITER_WORKER_TOKEN"):
         assert way in str(raised.value)
+
+
+def test_the_owner_may_set_the_servers_key_and_allow_http_updates(tmp_path: Path) -> None:
+    key = "GH3U9avovIgkcVpQ3/dnIU1XsxQHEAq/8m1yYf9DnDk="
+    config, _ = configured(tmp_path, server_key=f" {key} ", allow_http_updates="true")
+    assert (config.server_key, config.allow_http_updates) == (key, True)

@@ -18,9 +18,13 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from arbiter import __version__
+from arbiter.domain.files.worker_package import public_key_of, signing_key
 from arbiter.protocol import WORKER_VERSION
+from arbiter.protocol.packages import encode_key, package_statement
+from arbiter.worker.package_trust import PIN_FILE, UpdateTrust, check_transport
 from arbiter.worker.sample_engine import SampleRepo
 from arbiter.worker.state import StateFile, read_state
 from arbiter.worker.update import (
@@ -244,15 +248,29 @@ def test_an_update_killed_midway_leaves_a_worker_that_updates_next_time(
 # ---------------------------------------------------------------- without a server process
 
 
-def package_info(**changes: Any) -> dict[str, Any]:
+SERVER_KEY = signing_key(bytes(range(32)))
+OTHER_KEY = signing_key(bytes(range(1, 33)))
+HTTP = UpdateTrust(allow_http=True)  # the scripted server's address is http://arbiter.test
+
+
+def package_info(key: Ed25519PrivateKey | None = SERVER_KEY, **changes: Any) -> dict[str, Any]:
+    """A package description as the server publishes it, signed by `key`
+    (None: unsigned, as an older server's)."""
     info: dict[str, Any] = {
         "version": "0.2.0",
         "protocol": WORKER_VERSION + 1,
         "filename": "arbiter_worker-0.2.0-py3-none-any.whl",
         "sha256": "0" * 64,
         "size": 1000,
+        **changes,
     }
-    return {**info, **changes}
+    if key is not None:
+        statement = package_statement(
+            info["filename"], info["version"], info["protocol"], info["sha256"], info["size"]
+        )
+        info["public_key"] = public_key_of(key)
+        info["signature"] = encode_key(key.sign(statement))
+    return info
 
 
 @pytest.mark.parametrize(
@@ -286,7 +304,9 @@ def test_a_failed_update_is_tried_again_an_hour_later(tmp_path: Path) -> None:
     server.files[PACKAGE_PATH] = b"x" * 999  # one byte short
     now = [0.0]
     state = StateFile(tmp_path, server="http://arbiter.test", machine="alice-1cores-ab")
-    updater = SelfUpdate(server.client(), tmp_path, enabled=True, state=state, clock=lambda: now[0])
+    updater = SelfUpdate(
+        server.client(), tmp_path, enabled=True, state=state, clock=lambda: now[0], trust=HTTP
+    )
     updater.on_server_protocol(WORKER_VERSION + 1)  # returns: the worker runs on
     assert "999 bytes, the server announced 1000: refused" in updater.last_failure
     document = read_state(tmp_path)
@@ -305,7 +325,7 @@ def test_a_failed_update_is_tried_again_an_hour_later(tmp_path: Path) -> None:
 def test_a_package_no_newer_than_this_worker_is_not_installed(tmp_path: Path) -> None:
     server = FakeServer()
     server.files[PACKAGE_INFO_PATH] = json.dumps(package_info(protocol=WORKER_VERSION)).encode()
-    updater = SelfUpdate(server.client(), tmp_path, enabled=True)
+    updater = SelfUpdate(server.client(), tmp_path, enabled=True, trust=HTTP)
     updater.on_server_protocol(WORKER_VERSION + 1)
     assert "no newer than this worker's" in updater.last_failure
     assert server.paths() == [PACKAGE_INFO_PATH]
@@ -357,3 +377,75 @@ def test_a_stopping_worker_does_not_wait_for_pip() -> None:
         run_step(
             [sys.executable, "-c", "import sys; print('no index'); sys.exit(3)"], "pip install"
         )
+
+
+# ---------------------------------------------------------------- signatures and transport
+
+
+def updater_for(
+    tmp_path: Path, info: dict[str, Any], trust: UpdateTrust = HTTP
+) -> tuple[SelfUpdate, FakeServer]:
+    server = FakeServer()
+    server.files[PACKAGE_INFO_PATH] = json.dumps(info).encode()
+    server.files[PACKAGE_PATH] = b"x" * 999  # never reached by a refused package
+    return SelfUpdate(server.client(), tmp_path, enabled=True, trust=trust), server
+
+
+def test_the_first_answer_pins_the_servers_key(tmp_path: Path) -> None:
+    updater, server = updater_for(tmp_path, package_info(protocol=WORKER_VERSION))
+    updater.on_server_protocol(WORKER_VERSION)
+    updater.on_server_protocol(WORKER_VERSION)
+    assert server.paths() == [PACKAGE_INFO_PATH]  # once
+    assert (tmp_path / PIN_FILE).read_text().strip() == public_key_of(SERVER_KEY)
+
+
+@pytest.mark.parametrize(
+    ("info", "refusal"),
+    [
+        (package_info(key=None), "package is not signed"),
+        (package_info(key=OTHER_KEY), "this worker trusts"),
+        ({**package_info(), "size": 999}, "signature does not verify"),
+        ({**package_info(), "sha256": "1" * 64}, "signature does not verify"),
+        (
+            {**package_info(), "signature": package_info(key=OTHER_KEY)["signature"]},
+            "does not verify",
+        ),
+    ],
+)
+def test_a_package_not_signed_by_the_pinned_key_is_refused_before_download(
+    tmp_path: Path, info: dict[str, Any], refusal: str
+) -> None:
+    (tmp_path / PIN_FILE).write_text(public_key_of(SERVER_KEY) + "\n")
+    updater, server = updater_for(tmp_path, info)
+    updater.on_server_protocol(WORKER_VERSION + 1)
+    assert refusal in updater.last_failure
+    assert server.paths() == [PACKAGE_INFO_PATH]  # nothing downloaded
+    assert not (tmp_path / ENVS_DIR / CURRENT_LINK).exists()
+
+
+def test_the_owners_key_is_trusted_over_any_announced_one(tmp_path: Path) -> None:
+    trust = UpdateTrust(server_key=public_key_of(OTHER_KEY), allow_http=True)
+    updater, _server = updater_for(tmp_path, package_info(), trust)
+    updater.on_server_protocol(WORKER_VERSION + 1)
+    assert "this worker trusts" in updater.last_failure
+    assert not (tmp_path / PIN_FILE).exists()
+
+
+def test_an_unpinned_worker_pins_the_key_as_it_updates(tmp_path: Path) -> None:
+    updater, server = updater_for(tmp_path, package_info())
+    updater.on_server_protocol(WORKER_VERSION + 1)
+    assert "999 bytes, the server announced 1000" in updater.last_failure  # past the signature
+    assert server.paths() == [PACKAGE_INFO_PATH, PACKAGE_PATH]
+    assert (tmp_path / PIN_FILE).read_text().strip() == public_key_of(SERVER_KEY)
+
+
+def test_plain_http_to_another_machine_is_refused_unless_allowed(tmp_path: Path) -> None:
+    updater, server = updater_for(tmp_path, package_info(), UpdateTrust())
+    updater.on_server_protocol(WORKER_VERSION + 1)
+    assert "reached over plain http" in updater.last_failure
+    assert server.paths() == []
+    for server_url in ("https://arbiter.example.org", "http://127.0.0.1:8000", "http://[::1]:80"):
+        check_transport(server_url, UpdateTrust())
+    check_transport("http://arbiter.example.org", UpdateTrust(allow_http=True))
+    with pytest.raises(UpdateError, match="allow_http_updates"):
+        check_transport("http://10.0.0.5:8000", UpdateTrust())

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from argon2 import PasswordHasher, Type
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
@@ -179,18 +180,29 @@ def make_accounts(
 
 
 WORKER_PROOF_KEY_FILE = "worker-proof.key"
+WORKER_SIGNING_KEY_FILE = "worker-signing.key"
 
 
 def load_worker_proofs(settings: Settings) -> WorkerProofs:
     """The worker proofs under the key of ARBITER_WORKER_PROOF_KEY_FILE, made on
     the first start (readable by this user alone) when the file is missing."""
     path = Path(settings.worker_proof_key_file or settings.data_dir / WORKER_PROOF_KEY_FILE)
-    name = "ARBITER_WORKER_PROOF_KEY_FILE"
+    return WorkerProofs(_secret_key(path, "ARBITER_WORKER_PROOF_KEY_FILE"))
+
+
+def worker_signing_key(settings: Settings) -> Ed25519PrivateKey:
+    """The key that signs the worker package (ARBITER_WORKER_SIGNING_KEY_FILE),
+    made on the first start (readable by this user alone) when the file is missing."""
+    path = Path(settings.worker_signing_key_file or settings.data_dir / WORKER_SIGNING_KEY_FILE)
+    return worker_package.signing_key(_secret_key(path, "ARBITER_WORKER_SIGNING_KEY_FILE"))
+
+
+def _secret_key(path: Path, name: str) -> bytes:
+    """32 random bytes kept in hex at `path`, made there when missing."""
     try:
         if not path.exists():
             _make_key_file(path)
-        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
-        return WorkerProofs(key)
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
     except OSError as error:
         raise SettingsError(f"{name}: cannot read or create {path}: {error.strerror}") from None
     except ValueError:
@@ -269,10 +281,10 @@ def open_books(storage: Storage, settings: Settings, files: FileStore | None = N
 
 def publish_worker_package(settings: Settings) -> worker_package.WorkerPackage:
     """The worker wheel of this server's own code, for the workers' self-update."""
-    package = worker_package.publish(settings.data_dir)
+    package = worker_package.publish(settings.data_dir, worker_signing_key(settings))
     log.info(
-        "worker package %s (protocol %d, sha256 %s)",
-        package.filename, package.protocol, package.sha256[:16],
+        "worker package %s (protocol %d, sha256 %s), signed by key %s",
+        package.filename, package.protocol, package.sha256[:16], package.public_key,
     )  # fmt: skip
     return package
 

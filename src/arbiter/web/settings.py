@@ -90,6 +90,10 @@ class Settings:
     # not live in the database; empty: data_dir/worker-proof.key, made on the
     # first start. Give every process that may serve the worker API the same.
     worker_proof_key_file: str = ""
+    # The Ed25519 key that signs the worker package for the workers' self-update
+    # (32 bytes in hex); empty: data_dir/worker-signing.key, made on the first
+    # start. Every process that serves /api/worker/ must have the same file.
+    worker_signing_key_file: str = ""
     session_days: int = 400  # remember-me lifetime, as the reference
     session_hours: int = 12  # lifetime of a session without remember-me
     # argon2id cost; defaults are OWASP's minimum. Raising them is safe: hashes

@@ -64,6 +64,19 @@ def add_worker_parser(commands: Any) -> None:
     )
     worker.add_argument("--compiler", choices=["g++", "clang++"], help="compiler for builds")
     worker.add_argument(
+        "--server-key",
+        metavar="KEY",
+        help="the server's package signing key (its operator's `arbiter signing-key`); "
+        "default: the key the server first announces, pinned from then on",
+    )
+    worker.add_argument(
+        "--allow-http-updates",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let self-update download over plain http from a server that is not on "
+        "this machine (default: no)",
+    )
+    worker.add_argument(
         "--data-dir",
         metavar="DIR",
         help=f"working directory: config, builds, logs (default ./{DEFAULT_DATA_DIR})",

@@ -34,6 +34,7 @@ from arbiter.worker.heartbeat import Heartbeat
 from arbiter.worker.host import find_compiler, this_machine, worker_arch
 from arbiter.worker.identity import make_worker_info, new_unique_key
 from arbiter.worker.loop import directory_lock, run_loop
+from arbiter.worker.package_trust import UpdateTrust
 from arbiter.worker.state import StateFile, read_state, worker_running
 from arbiter.worker.state import describe as describe_state
 from arbiter.worker.status import StatusLine, setup_logging
@@ -62,6 +63,8 @@ STORED_FLAGS = {
     "uuid_prefix": "uuid_prefix",
     "fleet": "fleet",
     "compiler": "compiler",
+    "server_key": "server_key",
+    "allow_http_updates": "allow_http_updates",
 }
 
 
@@ -166,7 +169,12 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
             books_dir=data_dir / "books",
             nets_dir=data_dir / "nets",
             updater=SelfUpdate(
-                client, data_dir, enabled=config.self_update, state=state, stop=control.stopping
+                client,
+                data_dir,
+                enabled=config.self_update,
+                state=state,
+                stop=control.stopping,
+                trust=UpdateTrust(config.server_key, config.allow_http_updates),
             ),
             state=state,
         )

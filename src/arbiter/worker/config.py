@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from arbiter.protocol.messages import USERNAME_PATTERN
+from arbiter.protocol.packages import PUBLIC_KEY_BYTES, decode_key
 from arbiter.stats.scheduling import max_concurrency_for_memory
 from arbiter.worker.arguments import (
     CONFIG_NAME,
@@ -50,6 +51,8 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("parameters", "fleet", "false"),
     ("parameters", "compiler", ""),
     ("parameters", "self_update", "true"),
+    ("parameters", "server_key", ""),
+    ("parameters", "allow_http_updates", "false"),
     ("private", "hw_seed", ""),
 )
 KEY_SECTIONS = {key: section for section, key, _ in SETTINGS}
@@ -68,6 +71,8 @@ class WorkerConfig:
     compiler: str  # "g++", "clang++", or "" for the first usable one
     data_dir: Path
     self_update: bool = True  # install the server's newer worker (update.py)
+    server_key: str = ""  # the package signing key to trust; "": the first one announced
+    allow_http_updates: bool = False  # self-update over plain http from another machine
 
     @property
     def config_path(self) -> Path:
@@ -139,8 +144,20 @@ def resolve(
         compiler=_compiler(get("parameters", "compiler")),
         data_dir=data_dir,
         self_update=_boolean(parser, "self_update"),
+        server_key=_server_key(get("parameters", "server_key")),
+        allow_http_updates=_boolean(parser, "allow_http_updates"),
     )
     return config, notes
+
+
+def _server_key(text: str) -> str:
+    text = text.strip()
+    if text and decode_key(text, PUBLIC_KEY_BYTES) is None:
+        raise ConfigError(
+            "server_key: not an Ed25519 public key (44 characters of base64, as "
+            "`arbiter signing-key` prints it on the server)"
+        )
+    return text
 
 
 def _credential(parser: configparser.ConfigParser, env_token: str) -> str:

@@ -23,6 +23,10 @@ class FatalError(WorkerError):
     """The worker must stop after closing its task with `failed_task`."""
 
 
+class UpdateError(WorkerError):
+    """A self-update could not be made; the running worker carries on."""
+
+
 class CredentialsError(Exception):
     """The server refused the credentials (or the account is blocked or pending)."""
 

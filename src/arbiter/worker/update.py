@@ -2,8 +2,10 @@
 the server publishes and continue as that worker.
 
 The package comes from the worker's own server and from nowhere else
-(`/api/worker/package.json`, then `/api/worker/package`). The download is
-checked against the announced size and sha256, installed with pip into a
+(`/api/worker/package.json`, then `/api/worker/package`), over https (or
+from this machine) unless the owner allows plain http, and its description
+must be signed with the server's pinned key (package_trust.py). The download
+is checked against the signed size and sha256, installed with pip into a
 fresh virtual environment under `<data dir>/envs/`, asked for its protocol,
 and only then made current: the symlink `envs/current` is replaced by a
 rename, which is atomic. The worker then re-executes itself from that
@@ -37,7 +39,14 @@ from pathlib import Path
 from arbiter import __version__
 from arbiter.protocol import WORKER_VERSION
 from arbiter.worker.client import ApiClient
-from arbiter.worker.errors import WorkerError
+from arbiter.worker.errors import UpdateError, WorkerError
+from arbiter.worker.package_trust import (
+    PinnedKey,
+    SignedFacts,
+    UpdateTrust,
+    check_transport,
+    verify,
+)
 from arbiter.worker.state import StateFile
 
 log = logging.getLogger("arbiter.worker.update")
@@ -56,10 +65,6 @@ _VERSION = re.compile(r"[0-9]+(\.[0-9]+)*([a-z0-9.+-]*)")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-class UpdateError(WorkerError):
-    """The update could not be made; the running worker carries on."""
-
-
 class RestartWorker(Exception):  # noqa: N818 - a request, not an error
     """Re-execute the worker with `python` (raised up to the command, which
     releases the data directory first)."""
@@ -76,11 +81,16 @@ class PackageInfo:
     filename: str
     sha256: str
     size: int
+    public_key: str = ""  # "" from a server that does not sign
+    signature: str = ""
 
     @classmethod
     def parse(cls, data: dict[str, object]) -> "PackageInfo":
         version, protocol = data.get("version"), data.get("protocol")
         filename, sha256, size = data.get("filename"), data.get("sha256"), data.get("size")
+        public_key, signature = data.get("public_key", ""), data.get("signature", "")
+        if not (isinstance(public_key, str) and isinstance(signature, str)):
+            raise UpdateError(f"{PACKAGE_INFO_PATH}: bad public_key or signature")
         if not (isinstance(version, str) and _VERSION.fullmatch(version)):
             raise UpdateError(f"{PACKAGE_INFO_PATH}: bad version {version!r}")
         if not isinstance(protocol, int) or isinstance(protocol, bool):
@@ -91,7 +101,18 @@ class PackageInfo:
             raise UpdateError(f"{PACKAGE_INFO_PATH}: bad sha256 {sha256!r}")
         if not (isinstance(size, int) and 0 < size <= MAX_PACKAGE_BYTES):
             raise UpdateError(f"{PACKAGE_INFO_PATH}: bad size {size!r}")
-        return cls(version, protocol, filename, sha256, size)
+        return cls(version, protocol, filename, sha256, size, public_key, signature)
+
+    def signed_facts(self) -> SignedFacts:
+        return SignedFacts(
+            self.filename,
+            self.version,
+            self.protocol,
+            self.sha256,
+            self.size,
+            self.public_key,
+            self.signature,
+        )
 
     @property
     def environment_name(self) -> str:
@@ -130,8 +151,12 @@ class SelfUpdate:
         state: StateFile | None = None,
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
+        trust: UpdateTrust | None = None,
     ) -> None:
         self.client = client
+        self.trust = trust or UpdateTrust()
+        self.key = PinnedKey(data_dir, self.trust)
+        self._pinned = False
         self.stop = stop  # set when the worker must exit: an update under way gives up
         self.state = state
         self.data_dir = data_dir
@@ -146,8 +171,12 @@ class SelfUpdate:
 
     def on_server_protocol(self, protocol: int) -> None:
         """Update when `protocol` is newer than ours: raises RestartWorker once
-        the new worker is current; logs and returns when it cannot."""
+        the new worker is current; logs and returns when it cannot. The first
+        answer of a server no newer than this worker pins its signing key (a
+        newer one pins it as it updates)."""
         if protocol <= WORKER_VERSION:
+            if self.enabled and not self._pinned:
+                self._pin_server_key()
             return
         if not self.enabled:
             log.warning(
@@ -177,9 +206,23 @@ class SelfUpdate:
         log.info("updated: now running the worker in %s", environment)
         raise RestartWorker(python_of(environment))
 
+    def _pin_server_key(self) -> None:
+        """Trust the key the server announces now, unless one is trusted already.
+        Tried once a process: a failure here is met again, and said, by an update."""
+        self._pinned = True
+        if self.key.get() is not None:
+            return
+        try:
+            check_transport(self.client.server, self.trust)
+            self.key.pin(self._package_info().public_key)
+        except UpdateError as error:
+            log.info("the server's package signing key is not pinned yet: %s", error)
+
     def install(self) -> Path:
         """Download, check, install and switch; the new environment."""
+        check_transport(self.client.server, self.trust)
         info = self._package_info()
+        verify(info.signed_facts(), self.key.pin(info.public_key))
         if info.protocol <= WORKER_VERSION:
             raise UpdateError(
                 f"the server's worker package speaks protocol {info.protocol},"

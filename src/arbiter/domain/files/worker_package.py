@@ -11,8 +11,10 @@ writes.
 
 The bytes are deterministic (sorted entries, fixed timestamps), so every
 process sharing the data directory, and every restart, publishes the same
-file with the same sha256. Blocking: called once at start-up, in the
-threadpool.
+file with the same sha256. Its description is signed with the operator's
+Ed25519 key (protocol/packages.py says what is signed), so a worker that has
+pinned the key installs only what this server's operator published, whatever
+carried it. Blocking: called once at start-up, in the threadpool.
 """
 
 import base64
@@ -21,12 +23,22 @@ import io
 import os
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from arbiter.protocol.packages import encode_key, package_statement
 
 DISTRIBUTION = "arbiter-worker"
 # Exactly the dependencies of worker/pyproject.toml (a test compares them).
-REQUIREMENTS: tuple[str, ...] = ("httpx2==2.16.2", "chess==1.11.2", "msgspec==0.22.0")
+REQUIREMENTS: tuple[str, ...] = (
+    "httpx2==2.16.2",
+    "chess==1.11.2",
+    "msgspec==0.22.0",
+    "cryptography==50.0.2",
+)
 REQUIRES_PYTHON = ">=3.11"
 # What the worker distribution holds of the `arbiter` package (worker/pyproject.toml).
 PACKAGE_FILES: tuple[str, ...] = ("__init__.py", "__main__.py", "cli.py", "py.typed")
@@ -44,6 +56,11 @@ class WorkerPackage:
     sha256: str
     size: int
     path: Path
+    public_key: str = ""  # base64 of the raw Ed25519 key; "" when unsigned
+    signature: str = ""  # base64, over `statement()`
+
+    def statement(self) -> bytes:
+        return package_statement(self.filename, self.version, self.protocol, self.sha256, self.size)
 
     def describe(self) -> dict[str, str | int]:
         """The body of GET /api/worker/package.json."""
@@ -53,21 +70,40 @@ class WorkerPackage:
             "filename": self.filename,
             "sha256": self.sha256,
             "size": self.size,
+            "public_key": self.public_key,
+            "signature": self.signature,
         }
+
+
+def signing_key(seed: bytes) -> Ed25519PrivateKey:
+    """The operator's signing key from its 32-byte seed (the key file's hex)."""
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def public_key_of(key: Ed25519PrivateKey) -> str:
+    return encode_key(key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
+
+
+def signed(package: "WorkerPackage", key: Ed25519PrivateKey) -> "WorkerPackage":
+    """The package with its description signed by `key`."""
+    signature = encode_key(key.sign(package.statement()))
+    return replace(package, public_key=public_key_of(key), signature=signature)
 
 
 def wheel_filename(version: str) -> str:
     return f"{DISTRIBUTION.replace('-', '_')}-{version}-py3-none-any.whl"
 
 
-def publish(data_dir: Path) -> WorkerPackage:
+def publish(data_dir: Path, key: Ed25519PrivateKey) -> WorkerPackage:
     """The wheel of the running server's own worker code, written under
-    `data_dir/worker-package/` (atomically, only when its bytes changed)."""
+    `data_dir/worker-package/` (atomically, only when its bytes changed), and
+    its description signed with `key`."""
     import arbiter
     from arbiter.protocol import WORKER_VERSION
 
     source = Path(arbiter.__file__).parent
-    return write_wheel(source, data_dir / PACKAGE_DIRECTORY, arbiter.__version__, WORKER_VERSION)
+    directory = data_dir / PACKAGE_DIRECTORY
+    return signed(write_wheel(source, directory, arbiter.__version__, WORKER_VERSION), key)
 
 
 def write_wheel(source: Path, directory: Path, version: str, protocol: int) -> WorkerPackage:
