@@ -7,6 +7,8 @@ Runs in the threadpool (blocking database I/O).
 """
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from arbiter.domain.action_query import parse_search
@@ -125,7 +127,10 @@ def to_wire(action: ActionRecord) -> dict[str, Any]:
 
 
 SEARCH_SECONDS = 2.0  # an event-log search's time, its SQL and its checks alike
-SEARCHES_AT_ONCE = 4  # event-log searches running together (each holds a connection)
+# Event-log searches running together. One: on PostgreSQL a search is a
+# backend busy on a core of the database's machine, and a second one beside
+# it doubled the honest p99 of a flood on two cores (bench/flood.py).
+SEARCHES_AT_ONCE = 1
 
 
 class Actions:
@@ -135,16 +140,29 @@ class Actions:
         self._storage = storage
         self._search_slots = threading.BoundedSemaphore(searches_at_once)
 
-    def search(self, query: object) -> list[dict[str, Any]]:
-        """The actions a MongoDB-style query matches (`action_query`), oldest first.
-
-        Anyone may send one, and a query can be made to read most of the log:
-        each runs for SEARCH_SECONDS at most, and SEARCHES_AT_ONCE run at a time
-        (others are told to retry at once, holding no thread or connection), so
-        searches never take the connections the pages and workers need."""
-        search = parse_search(query, wire_id)
+    @contextmanager
+    def search_slot(self) -> Iterator[None]:
+        """One of the SEARCHES_AT_ONCE places for a search, or SearchesBusy at
+        once. Never blocks: the web handler takes it on the event loop before
+        it reads the query, so a refusal costs no body, parse or thread."""
         if not self._search_slots.acquire(blocking=False):
             raise SearchesBusy()
+        try:
+            yield
+        finally:
+            self._search_slots.release()
+
+    def search(self, query: object) -> list[dict[str, Any]]:
+        """The actions a MongoDB-style query matches (`action_query`), oldest first.
+        The caller holds a `search_slot()`.
+
+        Anyone may send one, and a query can be made to read most of the log:
+        each runs for SEARCH_SECONDS at most, and SEARCHES_AT_ONCE run at a time,
+        so searches never take the connections the pages and workers need; and
+        each spends at most half of its time working (storage's `time_limit`
+        reads yield as much as they run), so the CPU they share with the pages
+        and workers is never theirs alone."""
+        search = parse_search(query, wire_id)
         try:
             with self._storage.read(time_limit=SEARCH_SECONDS) as tx:
                 return [to_wire(action) for action in tx.actions.search(search)]
@@ -152,8 +170,6 @@ class Actions:
             raise BadRequest(
                 f"{error}; narrow the query with time, action, username or run_id"
             ) from None
-        finally:
-            self._search_slots.release()
 
     def list(self, action_filter: ActionFilter) -> list[dict[str, Any]]:
         with self._storage.read() as tx:

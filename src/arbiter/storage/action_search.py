@@ -26,6 +26,7 @@ from sqlalchemy import (
     true,
 )
 
+from arbiter.storage import half_time
 from arbiter.storage.records import ActionRecord
 from arbiter.storage.schema import actions
 
@@ -237,6 +238,7 @@ def run_search(connection: Connection, search: ActionSearch) -> list[ActionRecor
     for batch in _batches(connection, query):
         for record in batch:
             # Per row: one check may be slow (a regex on a long message).
+            half_time.tick()
             if time.monotonic() > deadline:
                 raise SearchTooLong(f"gave up after {search.scan_seconds:g} s")
             if matches(search.where, record):

@@ -33,10 +33,11 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from arbiter.storage import durability
 from arbiter.storage.errors import DatabaseNotOpened, QueryTooLong
+from arbiter.storage.half_time import half_time
 from arbiter.telemetry import COMMIT_SECONDS
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-PROGRESS_STEPS = 10_000  # SQLite steps between two looks at a read's time limit
+PROGRESS_STEPS = 20_000  # SQLite steps between two looks at a read's time limit
 _PG_QUERY_CANCELED = "57014"
 # A wrong or unreachable PostgreSQL host fails start-up within this many seconds
 # instead of hanging on TCP retries; a URL's own connect_timeout wins.
@@ -273,20 +274,27 @@ def read_transaction(engine: Engine, time_limit: float | None = None) -> Iterato
 
 @contextmanager
 def _stopped_after(connection: Connection, seconds: float) -> Iterator[None]:
-    if connection.dialect.name == "postgresql":
-        milliseconds = max(1, round(seconds * 1000))
-        connection.exec_driver_sql(f"SET LOCAL statement_timeout = {milliseconds}")
-        yield  # SET LOCAL ends with the transaction
-        return
-    raw = connection.connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection)
-    deadline = time.monotonic() + seconds
-    # Called every PROGRESS_STEPS virtual machine steps; non-zero interrupts.
-    raw.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
-    try:
-        yield
-    finally:
-        raw.set_progress_handler(None, PROGRESS_STEPS)
+    """The read's deadline, and its turns at working (storage/half_time.py)."""
+    with half_time() as pacer:
+        if connection.dialect.name == "postgresql":
+            milliseconds = max(1, round(seconds * 1000))
+            connection.exec_driver_sql(f"SET LOCAL statement_timeout = {milliseconds}")
+            yield  # SET LOCAL ends with the transaction
+            return
+        raw = connection.connection.driver_connection
+        assert isinstance(raw, sqlite3.Connection)
+        deadline = time.monotonic() + seconds
+
+        def progress() -> int:
+            # Called every PROGRESS_STEPS virtual machine steps; non-zero interrupts.
+            pacer.tick()
+            return int(time.monotonic() > deadline)
+
+        raw.set_progress_handler(progress, PROGRESS_STEPS)
+        try:
+            yield
+        finally:
+            raw.set_progress_handler(None, PROGRESS_STEPS)
 
 
 def _is_stopped(error: DBAPIError) -> bool:

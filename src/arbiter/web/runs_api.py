@@ -190,8 +190,10 @@ async def get_elo(request: Request) -> Response:
 async def list_actions(request: Request) -> Response:
     """POST /api/actions: the body is a MongoDB-style query (`domain.action_query`),
     translated to SQL; at most 200 actions, oldest first, as the reference."""
-    query = await read_json_object(request)
-    found = await run_in_threadpool(app_state(request).actions.search, query)
+    actions = app_state(request).actions
+    with actions.search_slot():  # on the loop, before the body: a refusal costs little
+        query = await read_json_object(request)
+        found = await run_in_threadpool(actions.search, query)
     return _plain_json(found, ACTIONS_CORS)
 
 
