@@ -9,13 +9,16 @@ import pytest
 
 from arbiter.domain.files.bucket_files import BucketFiles
 from arbiter.domain.files.stored import DatabaseFiles
+from arbiter.domain.files.worker_package import public_key_of
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.web.bootstrap import (
     WORKER_PROOF_KEY_FILE,
+    WORKER_SIGNING_KEY_FILE,
     configured_bucket,
     file_store,
     load_worker_proofs,
+    worker_signing_key,
 )
 from arbiter.web.settings import Settings, SettingsError
 
@@ -75,3 +78,19 @@ def test_a_worker_proof_key_file_can_be_named_and_must_hold_a_key(tmp_path: Path
         named.write_text(text)
         with pytest.raises(SettingsError, match="does not hold a key of 32 bytes in hex"):
             load_worker_proofs(settings)
+
+
+def test_the_worker_signing_key_is_made_once_and_a_named_file_must_hold_one(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    made = public_key_of(worker_signing_key(settings))
+    key_file = tmp_path / "data" / WORKER_SIGNING_KEY_FILE
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert public_key_of(worker_signing_key(settings)) == made  # a restart: the same key
+    named = tmp_path / "signing.key"
+    settings = Settings(data_dir=tmp_path / "data", worker_signing_key_file=str(named))
+    for text in ("zz", "ab" * 33):
+        named.write_text(text)
+        with pytest.raises(SettingsError, match="ARBITER_WORKER_SIGNING_KEY_FILE"):
+            worker_signing_key(settings)

@@ -181,6 +181,7 @@ def make_accounts(
 
 WORKER_PROOF_KEY_FILE = "worker-proof.key"
 WORKER_SIGNING_KEY_FILE = "worker-signing.key"
+KEY_BYTES = 32
 
 
 def load_worker_proofs(settings: Settings) -> WorkerProofs:
@@ -194,15 +195,22 @@ def worker_signing_key(settings: Settings) -> Ed25519PrivateKey:
     """The key that signs the worker package (ARBITER_WORKER_SIGNING_KEY_FILE),
     made on the first start (readable by this user alone) when the file is missing."""
     path = Path(settings.worker_signing_key_file or settings.data_dir / WORKER_SIGNING_KEY_FILE)
-    return worker_package.signing_key(_secret_key(path, "ARBITER_WORKER_SIGNING_KEY_FILE"))
+    name = "ARBITER_WORKER_SIGNING_KEY_FILE"
+    seed = _secret_key(path, name)
+    if len(seed) != KEY_BYTES:  # an Ed25519 key is made from exactly 32 bytes
+        raise SettingsError(f"{name}: {path} does not hold a key of 32 bytes in hex")
+    return worker_package.signing_key(seed)
 
 
 def _secret_key(path: Path, name: str) -> bytes:
-    """32 random bytes kept in hex at `path`, made there when missing."""
+    """At least 32 random bytes kept in hex at `path` (32 made there when missing)."""
     try:
         if not path.exists():
             _make_key_file(path)
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+        if len(key) < KEY_BYTES:
+            raise ValueError(path)
+        return key
     except OSError as error:
         raise SettingsError(f"{name}: cannot read or create {path}: {error.strerror}") from None
     except ValueError:
@@ -218,7 +226,7 @@ def _make_key_file(path: Path) -> None:
     descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(descriptor, "w", encoding="ascii") as made:
-            made.write(secrets.token_hex(32) + "\n")
+            made.write(secrets.token_hex(KEY_BYTES) + "\n")
         with contextlib.suppress(FileExistsError):
             os.link(draft, path)
     finally:
