@@ -1,7 +1,8 @@
 """Connection limits (web/connection_limits.py) on a real `arbiter serve` process,
 driven over raw sockets: oversized or endless headers, too many headers,
-trickled heads and bodies, and the cap on open connections. The limits act
-before any storage is touched, so SQLite alone is used."""
+trickled heads and bodies, the cap on open connections, and the abandoned
+request's queries. The limits act before any storage is touched, so SQLite
+alone is used."""
 
 import asyncio
 import contextlib
@@ -16,7 +17,15 @@ from typing import Any
 
 import pytest
 import uvicorn
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 
+from arbiter.storage import QueryAbandoned, Storage
+from arbiter.storage.engine import make_engine, sqlite_url
+from arbiter.storage.request_bounds import RequestQueries
+from arbiter.web.app import ArbiterApp
 from arbiter.web.connection_limits import (
     FD_RESERVE,
     AddressShares,
@@ -25,6 +34,7 @@ from arbiter.web.connection_limits import (
     reply_bytes,
     shown_path,
 )
+from arbiter.web.middleware import QUERIES_KEY
 from arbiter.web.serve import connection_limits, uvicorn_config
 from arbiter.web.settings import Settings, SettingsError
 from tests import fresh_loop
@@ -418,11 +428,13 @@ async def one_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) 
 
 
 @contextlib.asynccontextmanager
-async def serving(keep_alive: float = 75.0) -> AsyncIterator[tuple[uvicorn.Server, int]]:
-    """`marking_app` under Arbiter's uvicorn setup in this loop, with this
+async def serving(
+    keep_alive: float = 75.0, app: Any = marking_app
+) -> AsyncIterator[tuple[uvicorn.Server, int]]:
+    """`app` under Arbiter's uvicorn setup in this loop, with this
     keep-alive timeout; the server and its port."""
     port = free_port()
-    config = uvicorn_config(marking_app, "127.0.0.1", port, "warning")
+    config = uvicorn_config(app, "127.0.0.1", port, "warning")
     config.timeout_keep_alive = keep_alive  # type: ignore[assignment]
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
@@ -511,3 +523,57 @@ def test_a_connection_that_never_asks_is_closed_after_the_keep_alive_timeout() -
             assert not server.server_state.connections
 
     fresh_loop.run(scenario())
+
+
+ENDLESS = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
+    "SELECT count(*) FROM c"
+)
+
+
+def test_a_request_whose_client_goes_away_stops_its_query(tmp_path: Path) -> None:
+    """The app's request context, the protocol's `connection_lost` and the
+    database's interrupt together: a client that sends a request and leaves
+    stops the statement its request runs (here unbounded: only the leaving
+    can stop it), and the threadpool thread is free again."""
+    engine = make_engine(sqlite_url(tmp_path), request_seconds=0)
+    storage = Storage(engine)
+    started: list[RequestQueries] = []
+    outcome: list[BaseException | None] = []
+
+    def endless_query() -> None:
+        try:
+            with storage.read() as tx:
+                tx.connection.exec_driver_sql(ENDLESS)
+        except BaseException as error:
+            outcome.append(error)
+            raise
+        outcome.append(None)
+
+    async def endless(request: Request) -> Response:
+        started.append(request.scope[QUERIES_KEY])
+        await run_in_threadpool(endless_query)
+        return PlainTextResponse("never")
+
+    app = ArbiterApp(marking_app, routes=[Route("/endless", endless)])
+
+    async def scenario() -> None:
+        async with serving(app=app) as (_, port):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /endless HTTP/1.1\r\nhost: arbiter\r\n\r\n")
+            await writer.drain()
+            deadline = time.monotonic() + HANG_GUARD
+            while not started or started[0].running() == 0:
+                assert time.monotonic() < deadline, "the query never began"
+                await asyncio.sleep(0.01)
+            writer.close()
+            while not outcome:
+                assert time.monotonic() < deadline, "the query went on after the client left"
+                await asyncio.sleep(0.01)
+
+    try:
+        fresh_loop.run(scenario())
+    finally:
+        engine.dispose()
+    assert started[0].abandoned
+    assert isinstance(outcome[0], QueryAbandoned)

@@ -8,8 +8,15 @@ from collections.abc import Iterator
 
 import httpx2 as httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from arbiter.storage import QueryAbandoned, QueryTooLong
+from arbiter.storage.request_bounds import ABANDONED
+from arbiter.web.errors import exception_handlers
 from tests.web.live_server import Server, start_server, stop
 
 
@@ -52,6 +59,32 @@ def test_a_5000_digit_count_is_a_400(client: TestClient) -> None:
 def test_api_errors_send_nosniff(client: TestClient) -> None:
     for reply in (client.get("/api/no_such_thing"), client.get("/api/active_runs")):
         assert reply.headers["x-content-type-options"] == "nosniff"
+
+
+def stopped_query(request: Request) -> Response:
+    raise QueryTooLong(15)
+
+
+def abandoned_query(request: Request) -> Response:
+    raise QueryAbandoned(ABANDONED)
+
+
+@pytest.mark.parametrize("path", ["/api/slow", "/slow"])
+def test_a_query_stopped_at_the_request_bound_is_a_503_to_retry(path: str) -> None:
+    app = Starlette(routes=[Route(path, stopped_query)], exception_handlers=exception_handlers())
+    reply = TestClient(app).get(path)
+    assert reply.status_code == 503
+    assert reply.headers["retry-after"]
+    assert "a query ran past 15 s and was stopped; retry later" in reply.text
+
+
+def test_an_abandoned_request_is_logged_as_499() -> None:
+    app = Starlette(
+        routes=[Route("/api/gone", abandoned_query)], exception_handlers=exception_handlers()
+    )
+    reply = TestClient(app).get("/api/gone")
+    assert reply.status_code == 499
+    assert "client went away" in reply.json()["error"]
 
 
 # ---------------------------------------------------------------- a real server

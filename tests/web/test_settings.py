@@ -28,6 +28,7 @@ DEFAULTS: dict[str, Any] = {
     "body_timeout_seconds": 30,
     "body_min_bytes_per_second": 16 * 1024,
     "max_connections": 0,
+    "query_seconds": 15,
     "secret_key": "",
     "session_days": 400,
     "session_hours": 12,
@@ -204,6 +205,11 @@ def test_a_count_that_may_be_zero_refuses_less(name: str) -> None:
 def test_connections_are_automatic_at_zero_and_never_negative() -> None:
     assert Settings.from_env({"ARBITER_MAX_CONNECTIONS": "1"}).max_connections == 1
     refused("ARBITER_MAX_CONNECTIONS must be 0 (automatic) or positive", max_connections="-1")
+
+
+def test_the_request_query_bound_is_lifted_at_zero_and_never_negative() -> None:
+    assert Settings.from_env({"ARBITER_QUERY_SECONDS": "0"}).query_seconds == 0
+    refused("ARBITER_QUERY_SECONDS must be 0 (no bound) or positive", query_seconds="-1")
 
 
 def test_logs_are_text_or_json() -> None:

@@ -16,12 +16,13 @@ secondary, the CLI) still meet the busy timeout.
 PostgreSQL is reached through psycopg 3; `postgresql://` URLs are accepted as is.
 """
 
+import math
 import sqlite3
 import threading
 import time
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,13 +32,13 @@ from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from arbiter.storage import durability
-from arbiter.storage.errors import DatabaseNotOpened, QueryTooLong
-from arbiter.storage.half_time import half_time
+from arbiter.storage import durability, request_bounds
+from arbiter.storage.errors import DatabaseNotOpened, QueryAbandoned, QueryTooLong
+from arbiter.storage.half_time import HalfTime, half_time
 from arbiter.telemetry import COMMIT_SECONDS
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-PROGRESS_STEPS = 20_000  # SQLite steps between two looks at a read's time limit
+PROGRESS_STEPS = 20_000  # SQLite steps between two looks at a transaction's bound
 _PG_QUERY_CANCELED = "57014"
 # A wrong or unreachable PostgreSQL host fails start-up within this many seconds
 # instead of hanging on TCP retries; a URL's own connect_timeout wins.
@@ -49,6 +50,9 @@ SUPPORTED_DRIVERS = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg")
 # an option on each write's connection cost more than the BEGIN itself.
 _beginning_write = threading.local()
 _held = threading.local()  # this thread's held connections, by engine (held_connection)
+_PROGRESS_KEY = "arbiter.progress"  # a SQLite connection's _Progress, in its pool record's info
+# Seconds a transaction made for a request may run, per engine (make_engine).
+_REQUEST_SECONDS: "weakref.WeakKeyDictionary[Engine, float]" = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -130,9 +134,17 @@ def probe(engine: Engine) -> None:
         ) from None
 
 
-def make_engine(url: str, *, pool_size: int = 20) -> Engine:
+def make_engine(url: str, *, pool_size: int = 20, request_seconds: float = 0.0) -> Engine:
     """Create the process's engine. Runs in the threadpool (it may touch disk).
-    DatabaseNotOpened for a URL we do not support; connects lazily."""
+    A transaction made for a request may run `request_seconds` (0: no bound;
+    storage/request_bounds.py). DatabaseNotOpened for a URL we do not
+    support; connects lazily."""
+    engine = _make_engine(url, pool_size)
+    _REQUEST_SECONDS[engine] = request_seconds
+    return engine
+
+
+def _make_engine(url: str, pool_size: int) -> Engine:
     parsed = supported_url(url)
     url = parsed.render_as_string(hide_password=False)
     if is_sqlite(url):
@@ -188,10 +200,12 @@ def wal_sync(engine: Engine) -> durability.WalSync | None:
     return writers.sync if writers is not None else None
 
 
-def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
+def _configure_sqlite_connection(dbapi_connection: Any, record: Any) -> None:
     # Take transaction control away from the sqlite3 module so that our own
     # BEGIN statements (below) are the only ones issued.
     dbapi_connection.isolation_level = None
+    progress = record.info[_PROGRESS_KEY] = _Progress()
+    dbapi_connection.set_progress_handler(progress, PROGRESS_STEPS)
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -232,12 +246,16 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
     once SQLite has it and the block's exit will wait for the rest."""
     writers = _WRITERS.get(engine)
     if writers is None:  # PostgreSQL makes each commit durable itself
-        with _connection(engine) as connection, connection.begin() as transaction:
+        with (
+            _connection(engine) as connection,
+            connection.begin() as transaction,
+            _bounded(connection, None, writes=True),
+        ):
             yield connection
             _timed_commit(transaction)
         return
     with writers.lock, _connection(engine) as connection:
-        with _begin_write(connection) as transaction:
+        with _begin_write(connection) as transaction, _bounded(connection, None, writes=True):
             yield connection
             committing = time.perf_counter()
             transaction.commit()
@@ -256,45 +274,118 @@ def _timed_commit(transaction: RootTransaction) -> None:
 @contextmanager
 def read_transaction(engine: Engine, time_limit: float | None = None) -> Iterator[Connection]:
     """A consistent read-only snapshot. With `time_limit` (seconds), a statement
-    that runs longer is stopped and QueryTooLong raised: PostgreSQL's
-    statement_timeout for each statement, SQLite's progress handler for the
-    whole transaction."""
-    with _connection(engine) as connection, connection.begin():
-        if time_limit is None:
-            yield connection
-            return
-        try:
-            with _stopped_after(connection, time_limit):
-                yield connection
-        except DBAPIError as error:
-            if not _is_stopped(error):
-                raise
-            raise QueryTooLong(f"a query ran past {time_limit:g} s") from error
+    that runs longer is stopped and QueryTooLong raised, and the read takes
+    turns at working (storage/half_time.py); without it, a request's read has
+    the request bound (storage/request_bounds.py)."""
+    with (
+        _connection(engine) as connection,
+        connection.begin(),
+        _bounded(connection, time_limit, writes=False),
+    ):
+        yield connection
+
+
+def request_bound(engine: Engine) -> float:
+    """Seconds a transaction made for a request may run on `engine` (0: no bound)."""
+    return _REQUEST_SECONDS.get(engine, 0.0)
 
 
 @contextmanager
-def _stopped_after(connection: Connection, seconds: float) -> Iterator[None]:
-    """The read's deadline, and its turns at working (storage/half_time.py)."""
-    with half_time() as pacer:
+def _bounded(connection: Connection, time_limit: float | None, *, writes: bool) -> Iterator[None]:
+    """The database's own bound on this transaction: `time_limit`, or the
+    request bound when the transaction is made for a request. A request's
+    read also stops when the request is abandoned; its writes are left to end
+    within the bound, so a handler is never cut between two of them by its
+    client leaving. Outside a request and without a limit, nothing is done."""
+    queries = request_bounds.current()
+    if queries is None and time_limit is None:
+        yield
+        return
+    seconds = request_bound(connection.engine) if time_limit is None else time_limit
+    abandonable = None if writes else queries
+    driver = connection.connection.driver_connection
+    try:
+        with (
+            _joined(abandonable, driver),
+            _stopped_after(connection, seconds, abandonable, time_limit),
+        ):
+            yield
+    except DBAPIError as error:
+        if not _is_stopped(error):
+            raise
+        if abandonable is not None and abandonable.abandoned:
+            raise QueryAbandoned(request_bounds.ABANDONED) from error
+        raise QueryTooLong(seconds) from error
+
+
+@contextmanager
+def _joined(queries: request_bounds.RequestQueries | None, driver: Any) -> Iterator[None]:
+    if queries is None:
+        yield
+        return
+    with queries.transaction_of(driver):
+        yield
+
+
+@contextmanager
+def _stopped_after(
+    connection: Connection,
+    seconds: float,
+    queries: request_bounds.RequestQueries | None,
+    time_limit: float | None,
+) -> Iterator[None]:
+    """The transaction's deadline (`seconds`, 0 for none), its request's
+    abandonment, and with a `time_limit` its turns at working."""
+    with half_time() if time_limit is not None else nullcontext(None) as pacer:
         if connection.dialect.name == "postgresql":
-            milliseconds = max(1, round(seconds * 1000))
-            connection.exec_driver_sql(f"SET LOCAL statement_timeout = {milliseconds}")
+            if seconds > 0:
+                milliseconds = max(1, round(seconds * 1000))
+                connection.exec_driver_sql(f"SET LOCAL statement_timeout = {milliseconds}")
             yield  # SET LOCAL ends with the transaction
             return
-        raw = connection.connection.driver_connection
-        assert isinstance(raw, sqlite3.Connection)
-        deadline = time.monotonic() + seconds
-
-        def progress() -> int:
-            # Called every PROGRESS_STEPS virtual machine steps; non-zero interrupts.
-            pacer.tick()
-            return int(time.monotonic() > deadline)
-
-        raw.set_progress_handler(progress, PROGRESS_STEPS)
+        progress: _Progress = connection.connection.info[_PROGRESS_KEY]
+        progress.watch(seconds, queries, pacer)
         try:
             yield
         finally:
-            raw.set_progress_handler(None, PROGRESS_STEPS)
+            progress.unwatch()
+
+
+class _Progress:
+    """A SQLite connection's progress handler: called every PROGRESS_STEPS
+    virtual machine steps of any statement, it stops the statement (by
+    returning non-zero) past the transaction's deadline or once its request
+    is abandoned. Between bounded transactions it only returns 0."""
+
+    __slots__ = ("deadline", "pacer", "queries")
+    deadline: float
+    queries: request_bounds.RequestQueries | None
+    pacer: HalfTime | None
+
+    def __init__(self) -> None:
+        self.unwatch()
+
+    def watch(
+        self,
+        seconds: float,
+        queries: request_bounds.RequestQueries | None,
+        pacer: HalfTime | None,
+    ) -> None:
+        self.deadline = time.monotonic() + seconds if seconds > 0 else math.inf
+        self.queries = queries
+        self.pacer = pacer
+
+    def unwatch(self) -> None:
+        self.deadline = math.inf
+        self.queries = None
+        self.pacer = None
+
+    def __call__(self) -> int:
+        if self.pacer is not None:
+            self.pacer.tick()
+        if self.queries is not None and self.queries.abandoned:
+            return 1
+        return int(self.deadline != math.inf and time.monotonic() > self.deadline)
 
 
 def _is_stopped(error: DBAPIError) -> bool:

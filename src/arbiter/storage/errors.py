@@ -25,8 +25,18 @@ class StorageUnavailable(StorageError):  # noqa: N818 - named for what happened
 
 
 class QueryTooLong(StorageError):  # noqa: N818 - named for what happened
-    """A statement of a time-limited read ran past its limit and was stopped
-    (`Storage.read(time_limit=...)`); nothing was written."""
+    """A statement ran past its limit and the database stopped it: a
+    time-limited read's (`Storage.read(time_limit=...)`) or any request's
+    (storage/request_bounds.py); nothing was written."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"a query ran past {seconds:g} s and was stopped")
+        self.seconds = seconds
+
+
+class QueryAbandoned(StorageError):  # noqa: N818 - named for what happened
+    """The request's client went away and its database work was stopped
+    (storage/request_bounds.py); nothing was written."""
 
 
 class DatabaseNotOpened(StorageError):  # noqa: N818 - named for what happened

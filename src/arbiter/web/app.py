@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arbiter.domain.accounts import ActiveSession
 from arbiter.storage.lease import PrimaryLease, primary_lease
+from arbiter.storage.request_bounds import RequestQueries, serving
 from arbiter.telemetry import time_collector_pauses
 from arbiter.web.access_log import AccessLog
 from arbiter.web.bootstrap import (
@@ -44,6 +45,7 @@ from arbiter.web.errors import exception_handlers
 from arbiter.web.lease import LeaseKeeper, paused_without_lease
 from arbiter.web.metrics import AppMetrics
 from arbiter.web.middleware import (
+    QUERIES_KEY,
     BodyLimits,
     BodySizeLimitMiddleware,
     HeadMethodMiddleware,
@@ -103,18 +105,26 @@ def _tune_runtime_for_serving() -> None:
 class ArbiterApp(Starlette):
     """Starlette, with each worker protocol call handed to `worker_calls`
     (web/worker_calls.py) before its middleware stack; every other request,
-    and the lifespan, goes through Starlette as usual."""
+    and the lifespan, goes through Starlette as usual. A request's database
+    work is bounded (storage/request_bounds.py): its `RequestQueries` is in
+    the context, and in the scope for the protocol to abandon."""
 
     def __init__(self, worker_calls: ASGIApp, **starlette: Any) -> None:
         super().__init__(**starlette)
         self.worker_calls = worker_calls
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if is_worker_call(scope):
-            scope["app"] = self
-            await self.worker_calls(scope, receive, send)
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        # Every request's transactions are bounded, and stopped if it is abandoned.
+        queries = scope[QUERIES_KEY] = RequestQueries()
+        with serving(queries):
+            if is_worker_call(scope):
+                scope["app"] = self
+                await self.worker_calls(scope, receive, send)
+                return
+            await super().__call__(scope, receive, send)
 
 
 def create_app(

@@ -324,7 +324,7 @@ def code_source(settings: Settings) -> CodeSource:
 
 
 def open_state(settings: Settings) -> AppState:
-    engine = make_engine(settings.resolved_database_url)
+    engine = make_engine(settings.resolved_database_url, request_seconds=settings.query_seconds)
     try:
         prepare_database(engine, secondary=not settings.is_primary)
         storage = Storage(engine)

@@ -20,6 +20,8 @@ cannot help, since it is called only once the headers are complete. So
   address; proxies named in FORWARDED_ALLOW_IPS are not counted, since they
   carry many clients and limit each themselves): one address holding
   connections cannot take the others' room;
+- a request whose client goes away is abandoned: its database work stops
+  (storage/request_bounds.py);
 - the keep-alive timeout kept by one sweep a second over the idle
   connections (`IdleConnections`) instead of uvicorn's timer armed after every
   response; a connection that never sends a byte is closed by it too.
@@ -45,6 +47,8 @@ import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
+from arbiter.storage.request_bounds import RequestQueries
+from arbiter.web.middleware import QUERIES_KEY
 from arbiter.web.replies import is_temporary_worker_refusal, temporary_refusal_body
 
 log = logging.getLogger(__name__)
@@ -347,12 +351,23 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             )
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.abandon_request()
         self.cancel_phase_timer()
         self.idle.discard(self)
         if self.share_key is not None:
             self.shares.remove(self.share_key)
             self.share_key = None
         super().connection_lost(exc)
+
+    def abandon_request(self) -> None:
+        """The client is gone: the request being served stops its database
+        work (storage/request_bounds.py); nobody would read its answer."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete:
+            return
+        queries = cycle.scope.get(QUERIES_KEY)
+        if isinstance(queries, RequestQueries):
+            queries.abandon()
 
     def data_received(self, data: bytes) -> None:
         self.idle.discard(self)

@@ -33,7 +33,7 @@ from arbiter.domain.errors import (
 )
 from arbiter.domain.files.stored import FileUnavailable
 from arbiter.protocol import TEMPORARY_STATUSES
-from arbiter.storage import StorageUnavailable
+from arbiter.storage import QueryAbandoned, QueryTooLong, StorageUnavailable
 from arbiter.web.middleware import is_api_path, request_started_at
 from arbiter.web.replies import DEFAULT_RETRY_AFTER, api_error_body
 from arbiter.web.templating import render_error_page
@@ -41,6 +41,7 @@ from arbiter.web.templating import render_error_page
 log = logging.getLogger("arbiter.web")
 
 _NOSNIFF = {"x-content-type-options": "nosniff"}
+CLIENT_CLOSED_REQUEST = 499  # nginx's status for a request its client gave up
 
 
 class ApiError(Exception):
@@ -109,7 +110,10 @@ async def page_error_response(request: Request, status: int, message: str) -> Re
 async def _respond(request: Request, status: int, message: str) -> Response:
     if is_api_path(request.url.path):
         return api_error_response(request, status, message)
-    return await page_error_response(request, status, message)
+    response = await page_error_response(request, status, message)
+    if status in TEMPORARY_STATUSES:  # a page says when to retry as the API does
+        response.headers.setdefault("retry-after", str(DEFAULT_RETRY_AFTER))
+    return response
 
 
 async def handle_http_exception(request: Request, exc: Exception) -> Response:
@@ -147,6 +151,20 @@ async def handle_storage_unavailable(request: Request, exc: Exception) -> Respon
     return await _respond(request, 503, "database unavailable, retry shortly")
 
 
+async def handle_query_too_long(request: Request, exc: Exception) -> Response:
+    # The database stopped a statement at the request bound (ARBITER_QUERY_SECONDS):
+    # retryable, and worth a line, since an honest request should never get here.
+    log.warning("query stopped on %s %s: %s", request.method, request.url.path, exc)
+    return await _respond(request, 503, f"{exc}; retry later")
+
+
+async def handle_query_abandoned(request: Request, exc: Exception) -> Response:
+    # The client went away and its queries were stopped: nobody reads this
+    # answer; 499 (the client closed the request) is what the access log shows.
+    log.debug("queries of an abandoned request stopped on %s %s", request.method, request.url.path)
+    return api_error_response(request, CLIENT_CLOSED_REQUEST, str(exc))
+
+
 async def handle_client_disconnect(request: Request, exc: Exception) -> Response:
     # The client left before its body was complete: nothing went wrong here and
     # nobody reads the answer, so no traceback, only a line at debug level.
@@ -168,6 +186,8 @@ def exception_handlers() -> Mapping[Any, Handler]:
         ApiError: handle_api_error,
         DomainError: handle_domain_error,
         StorageUnavailable: handle_storage_unavailable,
+        QueryTooLong: handle_query_too_long,
+        QueryAbandoned: handle_query_abandoned,
         ClientDisconnect: handle_client_disconnect,
         Exception: handle_unexpected,
     }

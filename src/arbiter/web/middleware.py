@@ -18,6 +18,9 @@ from arbiter.web.replies import DEFAULT_RETRY_AFTER, api_error_body, plain_error
 
 STATE_KEY = "arbiter.started_at"
 HEAD_KEY = "arbiter.head"  # set on a HEAD request that is being served as GET
+# The request's database work (storage/request_bounds.py), abandoned by the
+# server's protocol when the client goes away (web/connection_limits.py).
+QUERIES_KEY = "arbiter.queries"
 NOSNIFF = (b"x-content-type-options", b"nosniff")
 
 

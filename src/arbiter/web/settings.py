@@ -45,6 +45,7 @@ _ZERO_MEANS = {
     "overload_lag_ms": "never shed",
     "upload_quota_files": "no bound",
     "upload_quota_bytes": "no bound",
+    "query_seconds": "no bound",
 }
 
 
@@ -85,6 +86,10 @@ class Settings:
     # Overload (web/overload.py): worker calls are answered "too busy" or 503 at
     # once while the event loop runs this many ms late; 0 never turns them away.
     overload_lag_ms: int = OVERLOAD_LAG_MS
+    # Seconds the database lets one transaction made for a request run before
+    # it stops it (storage/request_bounds.py); 0: no bound. Background jobs and
+    # commands are not bounded.
+    query_seconds: int = 15
     secret_key: str = ""  # empty: generated once and kept in the database
     # The key of the worker proofs (domain/credentials.py): a file that must
     # not live in the database; empty: data_dir/worker-proof.key, made on the

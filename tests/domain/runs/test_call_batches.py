@@ -15,6 +15,8 @@ import pytest
 
 from arbiter.domain.runs import call_batches
 from arbiter.domain.runs.call_batches import BatchThread, Finish, QueuedCall
+from arbiter.storage import request_bounds
+from arbiter.storage.request_bounds import RequestQueries
 from tests import fresh_loop
 from tests.jobs.support import wait_until
 
@@ -113,6 +115,24 @@ def test_calls_waiting_together_are_served_as_one_batch_each_with_its_reply() ->
     assert len(server.batches) == 2
     assert server.served == 4
     assert batches.queued == 0
+
+
+def test_a_batch_is_served_as_a_request_that_nobody_abandons() -> None:
+    """Its transactions are bounded as a request's (storage/request_bounds.py),
+    and a caller that leaves cannot stop the others' calls."""
+    seen: list[RequestQueries | None] = []
+
+    def serve(calls: list[Echo]) -> None:
+        seen.append(request_bounds.current())
+        for call in calls:
+            call.reply = {"n": call.number}
+
+    batches = BatchThread("test-batches", serve, take_all, 0.05)
+    assert batches.call_blocking(Echo(number=1)) == {"n": 1}
+    assert request_bounds.current() is None  # the caller's own context is untouched
+    (queries,) = seen
+    assert queries is not None
+    assert not queries.abandoned
 
 
 def test_calls_from_an_event_loop_are_answered_on_it() -> None:

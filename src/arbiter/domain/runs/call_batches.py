@@ -26,6 +26,7 @@ several batches. With nobody waiting, the batch thread does it itself (a
 thread hop for nothing costs CPU at low load). Nobody is answered before the
 wait returns, so a caller told "saved" is never contradicted by a crash.
 
+Its transactions are bounded as a request's are (storage/request_bounds.py).
 Each thread runs inside its `lifetime` context: the runs services hold one
 database connection there (storage's `connection_held`), since checking one
 out and back in for every batch cost about 34 us of CPU. `close()` ends the
@@ -47,6 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from arbiter.storage import request_bounds
 from arbiter.storage.durability import Durability
 
 
@@ -194,7 +196,9 @@ class BatchThread(Generic[CallT]):
 
     def _serve_forever(self) -> None:
         try:
-            with self._lifetime():
+            # Its transactions are made for requests: bounded like theirs, and
+            # never abandoned (a batch holds many callers' calls).
+            with request_bounds.serving(request_bounds.RequestQueries()), self._lifetime():
                 self._serve_until_idle()
         finally:  # dying: the next call starts a new thread
             with self._wakeup:
