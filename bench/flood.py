@@ -1,7 +1,8 @@
 """Floods a public instance meets, beside honest traffic, on a real `arbiter serve`.
 
 Run:
-  .venv/bin/python bench/flood.py queries [--clients 100] [--seconds 30] [--actions 200000]
+  .venv/bin/python bench/flood.py queries [--clients 100] [--seconds 60] [--rounds 3]
+      [--actions 200000]
       [--queries or,regex] [--database-url postgresql://.../empty_db] [--write]
   .venv/bin/python bench/flood.py idle [--held 400] [--write]
   .venv/bin/python bench/flood.py ranges [--clients 30] [--seconds 30] [--against REV] [--write]
@@ -10,10 +11,11 @@ queries: N clients post the event log's worst queries to /api/actions without
   pause (half an `$or` of 100 message values, which no index serves; half a
   `$regex` no message matches, checked row by row), over an event log of
   `--actions` actions. An honest page (/tests) and an honest worker call
-  (request_version) are timed in turn, alone and then beside the flood; the
-  gate: their p99 beside it at most twice their p99 alone. On PostgreSQL the
-  longest-running statement is sampled from pg_stat_activity meanwhile (the
-  deadline is 2 s).
+  (request_version) are timed in turn, alone and then beside the flood, in
+  `--rounds` turns sharing `--seconds` of each; the gate: their p99 beside it
+  at most twice their p99 alone. On PostgreSQL the
+  longest-running statement is sampled from pg_stat_activity meanwhile (a
+  search's deadline is 2 s).
 idle: one address (127.0.0.2) opens `--held` connections and leaves them idle,
   with ARBITER_MAX_CONNECTIONS at `--cap`; then another address makes 70
   requests: the gate is that none fails.
@@ -215,41 +217,54 @@ async def queries(args: argparse.Namespace) -> tuple[list[str], list[str]]:
                 "page /tests": page_probe("/tests"),
                 "worker request_version": worker_probe(username, token),
             }
-            alone = await honest_latencies(server, probes, args.seconds)
-            stop = asyncio.Event()
-            outcomes: Counter[str] = Counter()
-            slowest = [0.0]
             chosen = [WORST_QUERIES[name] for name in args.queries.split(",")]
-            flood = asyncio.create_task(
-                flood_queries(
-                    server,
-                    chosen,
-                    clients=args.clients,
-                    stop=stop,
-                    outcomes=outcomes,
-                    slowest=slowest,
+            alone: dict[str, list[float]] = {name: [] for name in probes}
+            beside: dict[str, list[float]] = {name: [] for name in probes}
+            outcomes: Counter[str] = Counter()
+            slowest, longest = [0.0], 0.0
+            phase = args.seconds / args.rounds
+            # Alone and beside in turns: a neighbour's load that comes and goes
+            # falls on both sides rather than on one phase.
+            for _ in range(args.rounds):
+                add_samples(alone, await honest_latencies(server, probes, phase))
+                stop = asyncio.Event()
+                flood = asyncio.create_task(
+                    flood_queries(
+                        server,
+                        chosen,
+                        clients=args.clients,
+                        stop=stop,
+                        outcomes=outcomes,
+                        slowest=slowest,
+                    )
                 )
-            )
-            sampler = asyncio.create_task(longest_statement(args.database_url, stop))
-            await asyncio.sleep(WARM_UP)
-            beside = await honest_latencies(server, probes, args.seconds)
-            stop.set()
-            await flood
-            longest = await sampler
+                sampler = asyncio.create_task(longest_statement(args.database_url, stop))
+                await asyncio.sleep(WARM_UP)
+                add_samples(beside, await honest_latencies(server, probes, phase))
+                stop.set()
+                await flood  # its searches end before the next quiet phase
+                longest = max(longest, await sampler)
             errors = harness.server_errors(server)
     backend = "PostgreSQL" if args.database_url else "SQLite"
     lines, failed = compare(alone, beside, f"{args.clients} flooding clients")
     answered = ", ".join(f"{count:,} {status}" for status, count in sorted(outcomes.items()))
     lines += [
         "",
-        f"- {backend}, {args.actions:,} actions; {args.seconds:.0f} s alone, then"
-        f" {args.seconds:.0f} s beside the flood (after {WARM_UP:.0f} s of it).",
+        f"- {backend}, {args.actions:,} actions; {args.rounds} rounds of {phase:.0f} s alone,"
+        f" then {phase:.0f} s beside the flood (after {WARM_UP:.0f} s of it);"
+        f" {sum(map(len, alone.values())):,} honest requests alone,"
+        f" {sum(map(len, beside.values())):,} beside.",
         f"- The flood's answers: {answered}; the slowest took {slowest[0]:.1f} s.",
     ]
     if args.database_url:
         lines.append(f"- The longest statement PostgreSQL ran meanwhile: {longest:.2f} s.")
     failed += [f"server error: {line}" for line in errors[:5]]
     return lines, failed
+
+
+def add_samples(into: dict[str, list[float]], samples: dict[str, list[float]]) -> None:
+    for name, values in samples.items():
+        into[name].extend(values)
 
 
 # ---------------------------------------------------------------- idle connections
@@ -408,6 +423,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("scenario", choices=sorted(SCENARIOS))
     parser.add_argument("--clients", type=int, default=0, help="queries: 100; ranges: 30")
     parser.add_argument("--seconds", type=float, default=30.0, help="s of honest traffic per phase")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="queries: alone and beside in this many turns"
+    )
     parser.add_argument(
         "--actions", type=int, default=200_000, help="queries: the event log's size"
     )

@@ -12,7 +12,7 @@ from bench.flood import idle, queries
 
 def test_a_short_query_flood_is_answered_and_reported() -> None:
     args = argparse.Namespace(
-        clients=10, seconds=1.5, actions=2_000, database_url="", queries="or,regex"
+        clients=10, seconds=1.5, rounds=1, actions=2_000, database_url="", queries="or,regex"
     )
     lines, failed = uvloop.run(queries(args))
     assert "| worker request_version |" in "\n".join(lines)

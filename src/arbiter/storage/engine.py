@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +51,7 @@ SUPPORTED_DRIVERS = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg")
 _beginning_write = threading.local()
 _held = threading.local()  # this thread's held connections, by engine (held_connection)
 _PROGRESS_KEY = "arbiter.progress"  # a SQLite connection's _Progress, in its pool record's info
+_STATEMENT_TIMEOUT_KEY = "arbiter.statement_timeout"  # a PostgreSQL connection's, in ms
 # Seconds a transaction made for a request may run, per engine (make_engine).
 _REQUEST_SECONDS: "weakref.WeakKeyDictionary[Engine, float]" = weakref.WeakKeyDictionary()
 
@@ -141,7 +142,31 @@ def make_engine(url: str, *, pool_size: int = 20, request_seconds: float = 0.0) 
     support; connects lazily."""
     engine = _make_engine(url, pool_size)
     _REQUEST_SECONDS[engine] = request_seconds
+    if engine.dialect.name == "postgresql" and request_seconds > 0:
+        event.listen(engine, "checkout", _statement_timeout_setter(request_seconds))
     return engine
+
+
+def _statement_timeout_setter(seconds: float) -> Callable[[Any, Any, Any], None]:
+    """A PostgreSQL pool's checkout hook: a connection handed out for a request
+    has `statement_timeout` at the request bound, one handed out for anything
+    else none. Set for the session, and only when the connection's setting is
+    not already the one wanted: a `SET LOCAL` in each request's transaction
+    was one more round trip each, which cost honest requests beside a flood
+    of searches 3 times their p99 (bench/flood.py). Committed at once, so a
+    rollback never takes it back."""
+    bound = max(1, round(seconds * 1000))
+
+    def set_statement_timeout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        wanted = bound if request_bounds.current() is not None else 0
+        if record.info.get(_STATEMENT_TIMEOUT_KEY) == wanted:
+            return
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(f"SET statement_timeout = {wanted}")
+        dbapi_connection.commit()
+        record.info[_STATEMENT_TIMEOUT_KEY] = wanted
+
+    return set_statement_timeout
 
 
 def _make_engine(url: str, pool_size: int) -> Engine:
@@ -338,8 +363,9 @@ def _stopped_after(
     abandonment, and with a `time_limit` its turns at working."""
     with half_time() if time_limit is not None else nullcontext(None) as pacer:
         if connection.dialect.name == "postgresql":
-            if seconds > 0:
-                milliseconds = max(1, round(seconds * 1000))
+            # The request bound is the session's already (_statement_timeout_setter).
+            if time_limit is not None:
+                milliseconds = max(1, round(time_limit * 1000))
                 connection.exec_driver_sql(f"SET LOCAL statement_timeout = {milliseconds}")
             yield  # SET LOCAL ends with the transaction
             return
