@@ -129,6 +129,14 @@ def test_allow_list_admits_named_hosts_ranges_and_files() -> None:
         check("git://git.corp/e", allow="10.0.0.0/8")  # git:// cannot be pinned: names only
 
 
+def test_a_refused_file_url_names_the_setting_that_allows_it() -> None:
+    with pytest.raises(RepoRefused, match=r"\(ARBITER_GIT_ALLOW=file allows them\)"):
+        RepoPolicy().check("file:///srv/e", table)
+    worker = RepoPolicy(allow_setting="ARBITER_WORKER_GIT_ALLOW")
+    with pytest.raises(RepoRefused, match=r"\(ARBITER_WORKER_GIT_ALLOW=file allows them\)"):
+        worker.check("file:///srv/e", table)
+
+
 def test_ssh_only_when_enabled_and_pinned() -> None:
     target = RepoPolicy(ssh=True).check("git@forge.example:o/e.git", table)
     assert "-o HostName=140.82.112.3" in target.ssh_command()

@@ -136,8 +136,9 @@ def test_prune_keeps_recent_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_the_worker_refuses_repositories_its_policy_refuses(tmp_path: Path) -> None:
     sha = make_repo(tmp_path / "repo", {"a.txt": "one"})
     mirrors = tmp_path / "mirrors"
-    with pytest.raises(GitError, match="file:// repositories are not allowed"):
-        export_commit((tmp_path / "repo").as_uri(), sha, mirrors, tmp_path / "x", RepoPolicy())
+    worker_policy = policy_from_env({})
+    with pytest.raises(GitError, match=r"not allowed here \(ARBITER_WORKER_GIT_ALLOW=file"):
+        export_commit((tmp_path / "repo").as_uri(), sha, mirrors, tmp_path / "x", worker_policy)
     url = "https://127.0.0.1:9/engine.git"  # refused before any connection
     with pytest.raises(GitError, match="non-public address"):
         export_commit(url, sha, mirrors, tmp_path / "y", RepoPolicy(ssh=True))
@@ -149,6 +150,6 @@ def test_the_workers_policy_comes_from_its_environment() -> None:
     assert policy.allow.files
     assert not policy.ssh
     assert policy_from_env({"ARBITER_WORKER_GIT_SSH": "1"}).ssh
-    assert policy_from_env({}) == RepoPolicy()
+    assert policy_from_env({}) == RepoPolicy(allow_setting="ARBITER_WORKER_GIT_ALLOW")
     with pytest.raises(ConfigError, match="ARBITER_WORKER_GIT_ALLOW"):
         policy_from_env({"ARBITER_WORKER_GIT_ALLOW": "not a host!"})

@@ -111,13 +111,18 @@ class Target:
 class RepoPolicy:
     allow: AllowList = field(default_factory=AllowList)
     ssh: bool = False  # ssh URLs (the operator's choice: keys on the machine)
+    # The setting that holds `allow`, which a refusal names so it can be acted on.
+    allow_setting: str = "ARBITER_GIT_ALLOW"
 
     def check(self, url: str, resolve: Resolver | None = None) -> Target:
         """The Target for `url`, or RepoRefused. Resolves the host name (blocking)."""
         scheme, host, port = split_url(url)
         if scheme == "file":
             if not self.allow.files:
-                raise RepoRefused("file:// repositories are not allowed on this server")
+                raise RepoRefused(
+                    "file:// repositories are not allowed here"
+                    f" ({self.allow_setting}=file allows them)"
+                )
             return Target(url, scheme, "", 0)
         if scheme == "ssh" and not self.ssh:
             raise RepoRefused("ssh repositories are not enabled on this server: use https")

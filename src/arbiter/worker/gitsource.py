@@ -42,7 +42,7 @@ def policy_from_env(environ: Mapping[str, str]) -> RepoPolicy:
     except ValueError as error:
         raise ConfigError(str(error)) from None
     ssh = environ.get(SSH_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
-    return RepoPolicy(allow, ssh=ssh)
+    return RepoPolicy(allow, ssh=ssh, allow_setting=ALLOW_VARIABLE)
 
 
 class GitError(WorkerError):
