@@ -1,6 +1,7 @@
 """The `arbiter` command, run as a real subprocess on a real SQLite file."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -116,3 +117,44 @@ def test_a_bad_catalogue_is_one_line_and_changes_nothing(
     assert len(result.stderr.strip().splitlines()) == 1
     listed = arbiter("books", "list", "--data-dir", data_dir).stdout
     assert "UHO_Lichess_4852_v1.epd\tcatalogue" in listed  # still the shipped catalogue
+
+
+WORKER_DISTRIBUTION = (
+    "__init__.py",
+    "__main__.py",
+    "cli.py",
+    "py.typed",
+    "protocol",
+    "stats",
+    "worker",
+)  # fmt: skip  (worker/pyproject.toml's force-include)
+
+
+def test_the_worker_distribution_offers_only_the_worker(tmp_path: Path) -> None:
+    """Laid out as `pip install ./worker` lays it out, `arbiter` lists only the
+    commands that can run there: the server's would end in an import error."""
+    source = Path(__file__).resolve().parents[1] / "src" / "arbiter"
+    package = tmp_path / "arbiter"
+    package.mkdir()
+    for name in WORKER_DISTRIBUTION:
+        if (source / name).is_dir():
+            shutil.copytree(source / name, package / name)
+        else:
+            shutil.copy(source / name, package / name)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*ARBITER, *args], capture_output=True, text=True, env=env, check=False, cwd=tmp_path
+        )
+
+    listed = run("--help")
+    assert listed.returncode == 0, listed.stderr
+    assert "volunteer worker" in listed.stdout
+    assert "    worker " in listed.stdout
+    assert "  serve " not in listed.stdout
+    refused = run("serve")
+    assert refused.returncode == 2
+    assert "invalid choice: 'serve'" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "--uuid-prefix" in run("worker", "--help").stdout

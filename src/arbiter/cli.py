@@ -7,6 +7,7 @@ server's dependencies) never imports the web framework or database drivers.
 """
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -25,13 +26,33 @@ def _add_storage_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def server_installed() -> bool:
+    """Whether the server is installed here: the worker's distribution ships
+    only the worker, protocol, stats and this file."""
+    return importlib.util.find_spec("arbiter.web") is not None
+
+
+def build_parser(*, server: bool | None = None) -> argparse.ArgumentParser:
+    """Every command, or without the server (`server`; default: whether it is
+    installed) only `worker`: the others would end in an import error."""
+    with_server = server_installed() if server is None else server
     parser = argparse.ArgumentParser(
-        prog="arbiter", description="Distributed engine-testing server and worker."
+        prog="arbiter",
+        description="Distributed engine-testing server and worker."
+        if with_server
+        else "Arbiter's volunteer worker (the server's commands come with the server).",
     )
     parser.add_argument("--version", action="version", version=f"arbiter {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if with_server:
+        _add_server_commands(commands)
+    add_worker_parser(commands)
+    if with_server:
+        add_demo_parser(commands)  # it starts a server
+    return parser
 
+
+def _add_server_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     serve = commands.add_parser("serve", help="run the web server and worker API")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1; env ARBITER_HOST)")
     serve.add_argument("--port", type=int, help="port (default 8000; env ARBITER_PORT)")
@@ -86,9 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
     signing.add_argument(
         "--data-dir", help="data directory (default ./arbiter-data; env ARBITER_DATA_DIR)"
     )
-    add_worker_parser(commands)
-    add_demo_parser(commands)
-    return parser
 
 
 def _add_books_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
