@@ -871,12 +871,23 @@ def test_get_elo_of_a_run_without_sprt_is_empty(api: TestClient, repo_url: str) 
     assert api.get(f"/api/get_elo/{NO_RUN}").status_code == 404
 
 
-def test_get_elo_of_an_sprt_without_games_has_an_empty_estimate(
-    api: TestClient, repo_url: str
+@pytest.mark.parametrize("approve", [True, False])
+def test_get_elo_of_an_sprt_without_games_has_numbers(
+    api: TestClient, repo_url: str, approve: bool
 ) -> None:
-    run_id = approved(api, repo_url, sprt={"elo0": 0, "elo1": 2})
+    """As the reference, whose statistics regularize the counts: an even
+    estimate, approved or not."""
+    sprt = {"elo0": 0, "elo1": 2}
+    if approve:
+        run_id = approved(api, repo_url, sprt=sprt)
+    else:
+        run_id = submit(api, "alice", repo_url, sprt=sprt)
     view = get(api, f"/api/get_elo/{run_id}")
-    assert (view["_id"], view["elo"]) == (run_id, {})
+    assert view["_id"] == run_id
+    assert set(view["elo"]) == {"a", "b", "elo", "ci", "LOS", "LLR"}
+    assert view["elo"]["elo"] == pytest.approx(0.0)
+    assert view["elo"]["LOS"] == pytest.approx(0.5)
+    assert view["elo"]["a"] < 0 < view["elo"]["b"]
 
 
 @pytest.mark.parametrize(

@@ -349,9 +349,11 @@ def _title(run: RunRecord) -> str:
 
 
 def sprt_estimate(run: RunRecord) -> dict[str, object]:
-    """{a, b, elo, ci, LOS, LLR} of an SPRT run with games; {} otherwise."""
+    """{a, b, elo, ci, LOS, LLR} of an SPRT run, with games or none (the counts
+    are regularized, so a run with none gets Elo 0 and LOS 0.5, as the
+    reference answers); {} for a run without SPRT."""
     sprt = run.args.get("sprt")
-    if sprt is None or run.wins + run.losses + run.draws == 0:
+    if sprt is None:
         return {}
     estimate = sprt_elo_of(run, sprt)
     return {} if estimate is None else estimate.as_dict()
