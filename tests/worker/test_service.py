@@ -136,9 +136,13 @@ def test_a_system_unit_names_its_account_and_backs_off_where_systemd_can(tmp_pat
     assert '"/srv/my workers/100%%"' in unit_text(odd, 252)
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze")
 @pytest.mark.parametrize("system", [False, True])
 def test_systemd_accepts_the_unit(tmp_path: Path, system: bool) -> None:
+    if shutil.which("systemd-analyze") is None:
+        # The test command installs it and requires it; elsewhere it may be absent.
+        if os.environ.get("ARBITER_TEST_REQUIRE_SYSTEMD") == "1":
+            pytest.fail("ARBITER_TEST_REQUIRE_SYSTEMD=1 but systemd-analyze is not installed")
+        pytest.skip("no systemd-analyze")
     data_dir = tmp_path / "worker"
     configure(data_dir, "http://127.0.0.1:9")
     options = ServiceOptions(data_dir=data_dir, system=system, run_as="root")
