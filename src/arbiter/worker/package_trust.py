@@ -25,7 +25,6 @@ from arbiter.protocol.packages import (
     SIGNATURE_BYTES,
     decode_key,
     key_fingerprint,
-    package_statement,
 )
 from arbiter.worker.errors import UpdateError
 
@@ -38,19 +37,6 @@ PIN_FILE = "server-signing-key"  # in the data directory: the key pinned on firs
 class UpdateTrust:
     server_key: str = ""  # set by the owner; "": pin the first key announced
     allow_http: bool = False  # plain http to a server on another machine
-
-
-@dataclass(frozen=True, slots=True)
-class SignedFacts:
-    """What the signature covers, and the signature with the key it names."""
-
-    filename: str
-    version: str
-    protocol: int
-    sha256: str
-    size: int
-    public_key: str
-    signature: str
 
 
 def check_transport(server: str, trust: UpdateTrust) -> None:
@@ -107,26 +93,21 @@ class PinnedKey:
         return announced.strip()
 
 
-def verify(facts: SignedFacts, trusted_key: str) -> None:
-    """UpdateError unless `facts` are signed with `trusted_key`."""
-    if not facts.signature:
+def verify(statement: bytes, public_key: str, signature: str, trusted_key: str) -> None:
+    """UpdateError unless `statement` (a package's, protocol/packages.py) is
+    signed, as `public_key` and `signature` say, with `trusted_key`."""
+    if not signature:
         raise UpdateError("the server's worker package is not signed: refused")
-    if facts.public_key.strip() != trusted_key:
+    if public_key.strip() != trusted_key:
         raise UpdateError(
-            f"the package is signed with key {key_fingerprint(facts.public_key)}, and this worker"
+            f"the package is signed with key {key_fingerprint(public_key)}, and this worker"
             f" trusts {key_fingerprint(trusted_key)}: refused. If the server's operator changed"
             f" the key, set server_key in worker.ini (or delete {PIN_FILE} in the data directory)"
         )
     key = decode_key(trusted_key, PUBLIC_KEY_BYTES)
-    signature = decode_key(facts.signature, SIGNATURE_BYTES)
-    if key is None or signature is None or not _verifies(key, signature, _statement(facts)):
+    raw_signature = decode_key(signature, SIGNATURE_BYTES)
+    if key is None or raw_signature is None or not _verifies(key, raw_signature, statement):
         raise UpdateError("the package's signature does not verify: refused")
-
-
-def _statement(facts: SignedFacts) -> bytes:
-    return package_statement(
-        facts.filename, facts.version, facts.protocol, facts.sha256, facts.size
-    )
 
 
 def _verifies(key: bytes, signature: bytes, statement: bytes) -> bool:

@@ -38,11 +38,11 @@ from pathlib import Path
 
 from arbiter import __version__
 from arbiter.protocol import WORKER_VERSION
+from arbiter.protocol.packages import package_statement
 from arbiter.worker.client import ApiClient
 from arbiter.worker.errors import UpdateError, WorkerError
 from arbiter.worker.package_trust import (
     PinnedKey,
-    SignedFacts,
     UpdateTrust,
     check_transport,
     verify,
@@ -103,16 +103,9 @@ class PackageInfo:
             raise UpdateError(f"{PACKAGE_INFO_PATH}: bad size {size!r}")
         return cls(version, protocol, filename, sha256, size, public_key, signature)
 
-    def signed_facts(self) -> SignedFacts:
-        return SignedFacts(
-            self.filename,
-            self.version,
-            self.protocol,
-            self.sha256,
-            self.size,
-            self.public_key,
-            self.signature,
-        )
+    def statement(self) -> bytes:
+        """What the server signed of this package (protocol/packages.py)."""
+        return package_statement(self.filename, self.version, self.protocol, self.sha256, self.size)
 
     @property
     def environment_name(self) -> str:
@@ -222,7 +215,7 @@ class SelfUpdate:
         """Download, check, install and switch; the new environment."""
         check_transport(self.client.server, self.trust)
         info = self._package_info()
-        verify(info.signed_facts(), self.key.pin(info.public_key))
+        verify(info.statement(), info.public_key, info.signature, self.key.pin(info.public_key))
         if info.protocol <= WORKER_VERSION:
             raise UpdateError(
                 f"the server's worker package speaks protocol {info.protocol},"
