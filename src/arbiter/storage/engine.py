@@ -155,7 +155,7 @@ def _statement_timeout_setter(seconds: float) -> Callable[[Any, Any, Any], None]
     was one more round trip each, which cost honest requests beside a flood
     of searches 3 times their p99 (bench/flood.py). Committed at once, so a
     rollback never takes it back."""
-    bound = max(1, round(seconds * 1000))
+    bound = _milliseconds(seconds)
 
     def set_statement_timeout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         wanted = bound if request_bounds.current() is not None else 0
@@ -167,6 +167,11 @@ def _statement_timeout_setter(seconds: float) -> Callable[[Any, Any, Any], None]
         record.info[_STATEMENT_TIMEOUT_KEY] = wanted
 
     return set_statement_timeout
+
+
+def _milliseconds(seconds: float) -> int:
+    """A `statement_timeout` in PostgreSQL's unit, never 0 (which means none)."""
+    return max(1, round(seconds * 1000))
 
 
 def _make_engine(url: str, pool_size: int) -> Engine:
@@ -365,7 +370,7 @@ def _stopped_after(
         if connection.dialect.name == "postgresql":
             # The request bound is the session's already (_statement_timeout_setter).
             if time_limit is not None:
-                milliseconds = max(1, round(time_limit * 1000))
+                milliseconds = _milliseconds(time_limit)
                 connection.exec_driver_sql(f"SET LOCAL statement_timeout = {milliseconds}")
             yield  # SET LOCAL ends with the transaction
             return

@@ -2,13 +2,14 @@
 
 Every transaction opened for a request is bounded by the database itself: a
 statement that runs past the engine's request bound is stopped (PostgreSQL's
-`statement_timeout`, set for the transaction; SQLite's progress handler, for
-the transaction), and when the request is abandoned (its client went away)
-its reads stop too: the SQLite handler reads a flag, and PostgreSQL is sent a
-cancel request for the statement running. Its writes are left to end within
-the bound: short, and a handler cut between two writes by its client leaving
-could leave half of what it meant to do. Background jobs and the commands run
-outside any request and are not bounded.
+`statement_timeout`, which the pool gives a connection handed out for a
+request; SQLite's progress handler, for the transaction), and when the
+request is abandoned (its client went away) its reads stop too: the SQLite
+handler reads a flag, and PostgreSQL is sent a cancel request for the
+statement running. Its writes are left to end within the bound: short, and
+a handler cut between two writes by its client leaving could leave half of
+what it meant to do. Background jobs and the commands run outside any
+request and are not bounded.
 
 Which work is for a request is told by a context variable: the web layer sets
 it around each request, and contexts follow calls into the threadpool; a
