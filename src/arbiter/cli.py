@@ -32,10 +32,10 @@ def server_installed() -> bool:
     return importlib.util.find_spec("arbiter.web") is not None
 
 
-def build_parser(*, server: bool | None = None) -> argparse.ArgumentParser:
-    """Every command, or without the server (`server`; default: whether it is
-    installed) only `worker`: the others would end in an import error."""
-    with_server = server_installed() if server is None else server
+def build_parser() -> argparse.ArgumentParser:
+    """Every command, or where the server is not installed only `worker`: the
+    others would end in an import error."""
+    with_server = server_installed()
     parser = argparse.ArgumentParser(
         prog="arbiter",
         description="Distributed engine-testing server and worker."
