@@ -35,17 +35,28 @@ def account_key(username: str, address: str = "") -> str:
 
 
 def address_key(address: str) -> str:
-    """A client as the throttle counts it. An IPv6 client usually holds a whole /64,
-    so its network is the key; anything unparseable is kept as given (cut)."""
+    """A client as the throttle counts it (`client_of`); anything unparseable
+    is kept as given (cut)."""
     try:
         parsed = ipaddress.ip_address(address)
     except ValueError:
         return "address:" + address[:MAX_KEY_LENGTH]
-    if isinstance(parsed, ipaddress.IPv6Address):
-        if parsed.ipv4_mapped is not None:  # ::ffff:192.0.2.7 is 192.0.2.7
-            return "address:" + str(parsed.ipv4_mapped)
-        return "address:" + str(ipaddress.IPv6Network((parsed, 64), strict=False))
-    return "address:" + str(parsed)
+    return "address:" + client_of(parsed)
+
+
+IPV6_CLIENT_PREFIX = 64  # one subscriber's network: what one IPv6 client can hold
+
+
+def client_of(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    """The client an address stands for, as everything counted per client
+    counts it: an IPv4 address itself, an IPv4-mapped one as its IPv4 address
+    (::ffff:192.0.2.7 is 192.0.2.7), any other IPv6 address as its /64, since
+    an IPv6 client usually holds the whole network."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, IPV6_CLIENT_PREFIX), strict=False))
+    return str(address)
 
 
 @dataclass(frozen=True, slots=True)

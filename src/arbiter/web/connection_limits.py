@@ -47,6 +47,7 @@ import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
+from arbiter.domain.throttle import client_of
 from arbiter.storage.request_bounds import RequestQueries
 from arbiter.web.middleware import QUERIES_KEY
 from arbiter.web.replies import is_temporary_worker_refusal, temporary_refusal_body
@@ -68,7 +69,6 @@ MAX_SWEEP_INTERVAL = 1.0  # s; an idle connection is closed at most this late
 # The automatic share of one address: a campus of workers behind one NAT
 # holds far fewer connections than this (a worker holds one while it asks).
 MIN_AUTOMATIC_SHARE = 100
-IPV6_SHARED_PREFIX = 64  # one subscriber's network: what one IPv6 client can hold
 
 # Where a connection is in its current request.
 IDLE, HEAD, BODY = 0, 1, 2
@@ -235,12 +235,7 @@ class AddressShares:
             return None if host in self.proxy_names else host
         if any(address in network for network in self.proxies):
             return None
-        if isinstance(address, ipaddress.IPv6Address):
-            if address.ipv4_mapped is not None:
-                return str(address.ipv4_mapped)
-            network = ipaddress.IPv6Network((address, IPV6_SHARED_PREFIX), strict=False)
-            return str(network)
-        return str(address)
+        return client_of(address)
 
     def count(self, key: str) -> int:
         return self.held.get(key, 0)
