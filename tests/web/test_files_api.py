@@ -26,7 +26,8 @@ from arbiter.web import files_api
 from arbiter.web.app import create_app
 from arbiter.web.settings import Settings
 from arbiter.worker.errors import UpdateError
-from arbiter.worker.package_trust import SignedFacts, verify
+from arbiter.worker.package_trust import verify
+from arbiter.worker.update import PackageInfo
 from tests.domain.runs.support import worker
 from tests.web.live_server import create_token, create_user, start_server, stop
 from tests.web.support import STRONG_PASSWORD, make_user, state
@@ -496,10 +497,8 @@ def test_the_package_is_signed_with_the_key_the_operator_can_print(
     info = client.get("/api/worker/package.json").json()
     assert main(["signing-key", "--data-dir", str(settings.data_dir)]) == 0
     assert info["public_key"] == capsys.readouterr().out.strip()
-    facts = SignedFacts(
-        info["filename"], info["version"], info["protocol"], info["sha256"], info["size"],
-        info["public_key"], info["signature"],
-    )  # fmt: skip
-    verify(facts, info["public_key"])
+    package = PackageInfo.parse(info)  # as the worker reads it
+    verify(package.statement(), package.public_key, package.signature, info["public_key"])
+    tampered = replace(package, size=package.size + 1)
     with pytest.raises(UpdateError, match="does not verify"):
-        verify(replace(facts, size=facts.size + 1), info["public_key"])
+        verify(tampered.statement(), tampered.public_key, tampered.signature, info["public_key"])
