@@ -41,6 +41,12 @@ class WalSync:
         self.syncs = 0  # how many fsyncs ran (tests and benchmarks read it)
 
     @property
+    def committed(self) -> int:
+        """The ticket of the latest commit (tests wait on it: a commit is visible to
+        readers a moment before its writer takes the ticket)."""
+        return self._committed
+
+    @property
     def synced(self) -> int:
         """Every commit whose ticket is at most this is durable."""
         return self._synced
