@@ -66,6 +66,19 @@ def test_the_owner_stops_modifies_and_deletes(client: TestClient, repo_url: str)
     assert client.get(f"/tests/view/{run_id}").status_code == 404
 
 
+def test_the_modify_form_calls_an_sprt_game_count_a_cap(client: TestClient, repo_url: str) -> None:
+    alice, _ = users(client)
+    sprt = submit(client, alice, repo_url, sprt={"elo0": 0, "elo1": 2})
+    fixed = submit(client, alice, repo_url, num_games=4000)
+    log_in(client, "alice")
+    sprt_page = client.get(f"/tests/view/{sprt}").text
+    assert '<label for="num_games">Most games</label>' in sprt_page
+    assert "SPRT stops once it decides" in sprt_page
+    fixed_page = client.get(f"/tests/view/{fixed}").text
+    assert '<label for="num_games">Number of games</label>' in fixed_page
+    assert "SPRT stops once it decides" not in fixed_page
+
+
 def test_a_bad_modification_is_shown_beside_its_field(client: TestClient, repo_url: str) -> None:
     alice, _ = users(client)
     run_id = submit(client, alice, repo_url, num_games=4000)
