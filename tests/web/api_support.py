@@ -67,6 +67,7 @@ def api_settings(tmp_path: Path, database_url: str, **changes: Any) -> Settings:
         "jobs": False,
         "git_allow": "file",  # test repositories are file:// URLs
         "overload_lag_ms": 0,
+        "books_url": "",  # no check of the books repository: the catalogue's default book
     }
     return Settings(data_dir=tmp_path, database_url=database_url, **{**defaults, **changes})
 

@@ -96,6 +96,7 @@ def test_a_primary_runs_the_job_table_until_shutdown(settings: Settings) -> None
         assert names == {
             *expected,
             "reload_book_catalogue",
+            "check_catalogue_fetchable",
             "flush_download_counts",
             "deliver_webhooks",
         }

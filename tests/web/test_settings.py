@@ -217,6 +217,14 @@ def test_logs_are_text_or_json() -> None:
     refused("ARBITER_LOG_FORMAT must be text or json, not 'xml'", log_format="xml")
 
 
+def test_the_books_url_is_http_or_empty() -> None:
+    assert Settings.from_env({}).books_url.startswith("https://")
+    assert Settings.from_env({"ARBITER_BOOKS_URL": ""}).books_url == ""
+    mirror = Settings.from_env({"ARBITER_BOOKS_URL": "http://mirror.lan/books"})
+    assert mirror.books_url == "http://mirror.lan/books"
+    refused("ARBITER_BOOKS_URL must be an http(s) URL, not 'file:///srv'", books_url="file:///srv")
+
+
 def test_metrics_readers_are_addresses_or_networks() -> None:
     parsed = Settings.from_env({"ARBITER_METRICS_ALLOW": " 10.1.2.3/8, ,::1 "})
     assert parsed.metrics_networks == (

@@ -6,7 +6,10 @@ import threading
 import pytest
 from starlette.testclient import TestClient
 
+from arbiter.web.app import create_app
+from arbiter.web.settings import Settings
 from arbiter.web.ui import submission
+from tests.web.live_server import free_port
 from tests.web.runs_support import new_run_form, submit, users
 from tests.web.support import log_in, state
 
@@ -37,6 +40,23 @@ def test_the_form_proposes_the_default_book_and_lists_both_kinds(alice_client: T
     assert 'name="book" type="text" list="books" value="UHO_Lichess_4852_v1.epd"' in html
     assert '<option value="8moves_v3.pgn">' in html  # the catalogue
     assert '<option value="arbiter-openings-v1.epd">' in html  # hosted here
+
+
+def test_offline_the_form_proposes_the_book_arbiter_ships(
+    settings: Settings,
+) -> None:
+    """Where workers cannot fetch the catalogue's books, a first test must not name
+    one: the primary's check finds them out of reach and the shipped book is proposed."""
+    offline = settings.with_changes(books_url=f"http://127.0.0.1:{free_port()}")
+    with TestClient(create_app(offline)) as client:
+        scheduler = state(client).jobs
+        assert scheduler is not None
+        checked = scheduler.run_now("check_catalogue_fetchable").result(timeout=60)
+        assert checked.last_error is None
+        users(client)
+        log_in(client, "alice")
+        html = client.get("/tests/run").text
+    assert 'name="book" type="text" list="books" value="arbiter-openings-v1.epd"' in html
 
 
 def test_a_valid_submission_creates_a_pending_run(alice_client: TestClient, repo_url: str) -> None:

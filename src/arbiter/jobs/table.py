@@ -55,6 +55,16 @@ def job_table(
                 function=books.reload_catalogue,
             )
         )
+        # Whether workers can fetch the catalogue's books: offline, new runs
+        # default to the book Arbiter ships (the first check runs at once).
+        jobs.append(
+            Job(
+                "check_catalogue_fetchable",
+                period=10 * MINUTE,
+                initial_delay=0.0,
+                function=books.check_catalogue_fetchable,
+            )
+        )
     if nets is not None:
         jobs.append(flush_download_counts(nets))
     if webhooks is not None:

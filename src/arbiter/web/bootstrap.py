@@ -280,7 +280,9 @@ def upload_quota(settings: Settings) -> UploadQuota:
 def open_books(storage: Storage, settings: Settings, files: FileStore | None = None) -> BookLibrary:
     """The book library with its hashes loaded; the primary installs the shipped book."""
     quota = upload_quota(settings)
-    books = BookLibrary(storage, settings.data_dir / "books", files=files, quota=quota)
+    books = BookLibrary(
+        storage, settings.data_dir / "books", files=files, quota=quota, books_url=settings.books_url
+    )
     books.load()
     if settings.is_primary and books.install_bundled():
         log.info("installed the default opening book")

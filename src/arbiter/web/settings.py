@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from arbiter.protocol.books import CATALOGUE_BOOKS_URL
 from arbiter.protocol.repo_policy import parse_allow
 from arbiter.storage.engine import normalize_url, sqlite_url
 
@@ -165,6 +166,11 @@ class Settings:
     files_s3_secret_access_key: str = ""
     files_s3_secret_access_key_file: str = ""  # the secret read from this file instead
     files_s3_prefix: str = ""  # before every key, e.g. "arbiter/"
+    # Where workers fetch the catalogue's books (the official worker: always the
+    # official repository). The primary tries it every 10 minutes, and while it
+    # cannot fetch the default book there, new runs get the shipped book
+    # (domain/files/books.py); empty: no check, the catalogue's default.
+    books_url: str = CATALOGUE_BOOKS_URL
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -223,6 +229,7 @@ class Settings:
                 raise SettingsError(f"ARBITER_{name.upper()} must be 0 ({zero_means}) or positive")
         self._validate_password_limits()
         self._validate_git()
+        self._validate_books_url()
         self._validate_files_s3()
         if self.task_semaphore_size >= self.threadpool_tokens:
             raise SettingsError("ARBITER_TASK_SEMAPHORE_SIZE must be below THREADPOOL_TOKENS")
@@ -259,6 +266,10 @@ class Settings:
             ("http://", "https://")
         ):
             raise SettingsError("ARBITER_FILES_S3_ENDPOINT must be an http:// or https:// URL")
+
+    def _validate_books_url(self) -> None:
+        if self.books_url and not self.books_url.startswith(("http://", "https://")):
+            raise SettingsError(f"ARBITER_BOOKS_URL must be an http(s) URL, not {self.books_url!r}")
 
     def _validate_git(self) -> None:
         positive = (

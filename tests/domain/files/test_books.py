@@ -1,11 +1,16 @@
 import base64
 import hashlib
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from arbiter.domain.errors import NotFound, ValidationError
 from arbiter.domain.files import book_check
+from arbiter.domain.files.book_catalogue import REFERENCE_DEFAULT_BOOK
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.run_args import DEFAULT_BOOK
 from arbiter.storage import Storage
@@ -112,3 +117,81 @@ def test_unknown_books_are_not_found(library: BookLibrary) -> None:
     for name in ("nope.epd", "../books.epd", "x"):
         with pytest.raises(NotFound):
             library.open_for_download(name)
+
+
+class BooksRepository:
+    """A stand-in for the books repository on loopback: HEAD answers 200 for the
+    files it holds, 404 for others."""
+
+    def __init__(self, holds: set[str]) -> None:
+        held = holds
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_HEAD(self) -> None:
+                self.send_response(200 if self.path.lstrip("/") in held else 404)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def books_repository() -> Iterator[BooksRepository]:
+    repository = BooksRepository({f"{REFERENCE_DEFAULT_BOOK}.zip"})
+    yield repository
+    repository.close()
+
+
+def checked_library(storage: Storage, tmp_path: Path, books_url: str) -> BookLibrary:
+    library = BookLibrary(storage, tmp_path / "books", books_url=books_url)
+    library.load()
+    return library
+
+
+def test_the_default_book_is_the_references_once_workers_can_fetch_it(
+    storage: Storage, tmp_path: Path, books_repository: BooksRepository
+) -> None:
+    library = checked_library(storage, tmp_path, books_repository.url)
+    assert library.default_book() == DEFAULT_BOOK  # not checked yet
+    assert library.check_catalogue_fetchable()
+    assert library.default_book() == REFERENCE_DEFAULT_BOOK
+    # Another process (a secondary, the next start) begins from the last answer.
+    assert checked_library(storage, tmp_path, books_repository.url).default_book() == (
+        REFERENCE_DEFAULT_BOOK
+    )
+
+
+@pytest.mark.parametrize("where", ["missing", "closed"])
+def test_offline_the_shipped_book_is_the_default(
+    storage: Storage, tmp_path: Path, books_repository: BooksRepository, where: str
+) -> None:
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    url = {
+        "missing": f"{books_repository.url}/elsewhere",  # answers, but 404
+        "closed": f"http://127.0.0.1:{port}",
+    }[where]
+    library = checked_library(storage, tmp_path, books_repository.url)
+    assert library.check_catalogue_fetchable()
+    offline = checked_library(storage, tmp_path, url)
+    assert offline.default_book() == REFERENCE_DEFAULT_BOOK  # the last answer, until checked
+    assert not offline.check_catalogue_fetchable()
+    assert offline.default_book() == DEFAULT_BOOK
+    assert checked_library(storage, tmp_path, url).default_book() == DEFAULT_BOOK
+
+
+def test_without_a_books_url_the_catalogue_is_taken_as_fetchable(
+    storage: Storage, tmp_path: Path
+) -> None:
+    library = checked_library(storage, tmp_path, "")
+    assert library.default_book() == REFERENCE_DEFAULT_BOOK
+    assert library.check_catalogue_fetchable()

@@ -14,8 +14,11 @@ on import and by `reload_catalogue`). Other methods run in the threadpool or
 the job executor (disk and database I/O).
 """
 
+import logging
 import re
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -41,6 +44,10 @@ from arbiter.storage import Storage, Tx
 from arbiter.storage.errors import DuplicateKey
 from arbiter.storage.records import BookRecord
 
+log = logging.getLogger(__name__)
+
+FETCHABLE_KEY = "book_catalogue_fetchable"  # kv: the last check's answer, for every process
+FETCH_CHECK_SECONDS = 10.0
 BOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,100}\.(epd|pgn)\Z")  # \Z: no final newline
 _BUNDLED = resources.files("arbiter") / "data" / "books"
 
@@ -76,6 +83,18 @@ class AnyBook:
         return DEFAULT_BOOK
 
 
+def _answers_ok(url: str) -> bool:
+    """Whether a HEAD of `url` ends in a 200 (redirects followed). [blocking]"""
+    if not url.startswith(("http://", "https://")):
+        return False
+    request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": "arbiter"})  # noqa: S310 (http(s) only, above)
+    try:
+        with urllib.request.urlopen(request, timeout=FETCH_CHECK_SECONDS) as reply:  # noqa: S310
+            return bool(reply.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
 def check_book_name(name: str) -> None:
     if not BOOK_NAME.match(name):
         raise ValidationError(
@@ -89,10 +108,17 @@ class BookLibrary:
         storage: Storage,
         directory: Path,
         clock: Callable[[], float] = time.time,
+        *,
         files: FileStore | None = None,
         quota: UploadQuota = NO_QUOTA,
+        books_url: str = "",
     ) -> None:
+        """`books_url`: where workers fetch the catalogue's books, which
+        `check_catalogue_fetchable` tries; empty, they are taken to be fetchable."""
         self._storage = storage
+        self._books_url = books_url.rstrip("/")
+        # Until a check answers, a catalogue book is proposed only if none is asked for.
+        self._catalogue_fetchable = not self._books_url
         self.files = files or DatabaseFiles(storage)
         self._quota = quota
         self.directory = directory
@@ -107,6 +133,9 @@ class BookLibrary:
         with self._storage.read() as tx:
             books = tx.books.list()
             stored = tx.kv.get(KV_KEY)
+            fetchable = tx.kv.get(FETCHABLE_KEY)
+        if self._books_url and fetchable is not None:
+            self._catalogue_fetchable = bool(fetchable)
         # One assignment each: readers on other threads see the old or the new map.
         self._sris = {book.name: book.sri for book in books}
         self._set_catalogue(shipped_catalogue() if stored is None else parse_catalogue(stored))
@@ -148,8 +177,29 @@ class BookLibrary:
 
     def default_book(self) -> str:
         """The book a new run gets when it names none: the reference's default while
-        the catalogue has it, else the one Arbiter ships."""
-        return REFERENCE_DEFAULT_BOOK if REFERENCE_DEFAULT_BOOK in self._catalogue else DEFAULT_BOOK
+        the catalogue has it and workers can fetch it, else the one Arbiter ships
+        (which every Arbiter worker gets from this server, network or not)."""
+        if self._catalogue_fetchable and REFERENCE_DEFAULT_BOOK in self._catalogue:
+            return REFERENCE_DEFAULT_BOOK
+        return DEFAULT_BOOK
+
+    def check_catalogue_fetchable(self) -> bool:
+        """Try to fetch the reference's default book where workers fetch it (a HEAD
+        of its zip) and remember the answer here and for other processes. An
+        offline machine gets the shipped book as its default. [job executor]"""
+        if not self._books_url:
+            return True
+        fetchable = _answers_ok(f"{self._books_url}/{REFERENCE_DEFAULT_BOOK}.zip")
+        if fetchable != self._catalogue_fetchable:
+            log.info(
+                "the catalogue's books %s fetchable from %s: the default book is now %s",
+                "are" if fetchable else "are not", self._books_url,
+                REFERENCE_DEFAULT_BOOK if fetchable else DEFAULT_BOOK,
+            )  # fmt: skip
+            with self._storage.write() as tx:
+                tx.kv.set(FETCHABLE_KEY, fetchable)
+            self._catalogue_fetchable = fetchable
+        return fetchable
 
     def catalogue(self) -> list[CatalogueBook]:
         return [self._catalogue[name] for name in sorted(self._catalogue)]
