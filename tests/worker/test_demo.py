@@ -9,8 +9,17 @@ from pathlib import Path
 
 import httpx2 as httpx
 
+from arbiter.worker import demo
+from arbiter.worker.match.timecontrol import parse_time_control
 from tests.web.live_server import CHEAP_HASHING
 from tests.worker.support import needs_stockfish
+
+
+def test_the_demo_needs_no_particular_speed() -> None:
+    """A clock run refuses machines below a speed floor; the demo must finish on
+    a slow or loaded one, so its test is played at fixed nodes."""
+    assert parse_time_control(demo.TC).is_nodes
+    assert demo.SPRT["batch_size"] <= 16  # reports (and can stop) every few dozen games
 
 
 def test_the_demo_runs_an_sprt_to_its_end(tmp_path: Path) -> None:

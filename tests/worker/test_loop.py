@@ -20,6 +20,7 @@ from arbiter.worker.loop import (
     iteration,
     run_loop,
 )
+from arbiter.worker.state import StateFile, describe, read_state
 from arbiter.worker.status import StatusLine
 from arbiter.worker.task import TaskContext
 from tests.worker.fakes import FakeServer, task_reply, worker_config
@@ -35,6 +36,7 @@ def context(tmp_path: Path, server: FakeServer) -> TaskContext:
         status=StatusLine(io.StringIO(), interactive=False),
         books_dir=tmp_path / "books",
         nets_dir=tmp_path / "nets",
+        state=StateFile(tmp_path, server="http://server", machine="m"),
     )
 
 
@@ -200,6 +202,36 @@ def test_each_ending_closes_the_task_its_way(
         )
         assert closings[0][1]["message"].endswith("WorkerVersion: 325")
     assert ctx.control.current is None
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (FatalError("this machine is too slow: 110201 nps, at least 180000 needed"), "too slow"),
+        (ZeroDivisionError("bug"), "Exception ZeroDivisionError: bug at test_loop.py:"),
+    ],
+)
+def test_worker_status_says_why_the_worker_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception, said: str
+) -> None:
+    def run_task(_ctx: TaskContext, _assignment: Assignment) -> None:
+        raise error
+
+    monkeypatch.setattr(loop, "run_task", run_task)
+    assert run_loop(context(tmp_path, scripted(task_reply(task_id=5))), fleet=False) == 1
+    document = read_state(tmp_path)
+    assert document is not None
+    note = describe(document, running=False, now=0.0)[-1]
+    assert note.startswith("note: the worker stopped: "), note
+    assert said in note
+
+
+def test_refused_credentials_are_the_status_note(tmp_path: Path) -> None:
+    server = FakeServer(lambda _p, _b: {"error": "/api/request_version: Your account is blocked."})
+    assert run_loop(context(tmp_path, server), fleet=False) == 1
+    document = read_state(tmp_path)
+    assert document is not None
+    assert "the worker stopped: the server refused the credentials" in document["note"]
 
 
 def test_a_signal_during_a_task_exits_cleanly(

@@ -151,6 +151,8 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
     state.activity("checking the credentials")
     try:
         if not _credentials_ok(client):
+            state.note("the worker stopped: the server refused the credentials")
+            state.activity("stopped (exit status 1)")
             return 1
         compiled = f"{compiler.name} {'.'.join(map(str, compiler.version))}" if compiler else "none"
         log.info(

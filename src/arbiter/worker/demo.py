@@ -28,12 +28,16 @@ import httpx2 as httpx
 from arbiter.protocol.books import SHIPPED_BOOK
 from arbiter.worker.arguments import TOKEN_VARIABLE
 from arbiter.worker.gitsource import ALLOW_VARIABLE
-from arbiter.worker.sample_engine import find_stockfish, make_sample_repo
+from arbiter.worker.sample_engine import BASE_NODES, find_stockfish, make_sample_repo
 
 ARBITER = (sys.executable, "-m", "arbiter")
 START_SECONDS = 60.0
-SPRT = {"elo0": 0.0, "elo1": 50.0}  # wide bounds: decided within a minute
-TC = "10+0.1"  # shown on the dashboard; the sample engine searches fixed nodes anyway
+# Wide bounds: decided within a minute. At fixed nodes the games are priced so
+# short that the automatic batch would be thousands of pairs: report every 8.
+SPRT = {"elo0": 0.0, "elo1": 50.0, "batch_size": 8}
+# Fixed nodes, as the sample engine plays anyway: no clock, so no speed floor, and
+# a slow or loaded machine plays the same games, only later.
+TC = f"N={BASE_NODES}"
 STOP_SECONDS = 15.0  # a child asked to stop gets this long before it is killed
 
 # The demo's engine is a local repository (file://), which neither the server's

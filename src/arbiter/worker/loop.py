@@ -118,6 +118,13 @@ def run_loop(ctx: TaskContext, *, fleet: bool, backoff: Backoff = Backoff()) -> 
         delay = backoff.next(delay)
 
 
+def _stopped_because(ctx: TaskContext, reason: str) -> None:
+    """Say in status.json why the worker is about to exit: `arbiter worker status`
+    shows it as a note, where the exit status alone would not tell the owner."""
+    if ctx.state is not None:
+        ctx.state.note(f"the worker stopped: {reason}")
+
+
 def _stop_file(ctx: TaskContext) -> bool:
     path = ctx.config.data_dir / STOP_FILE
     if not path.exists():
@@ -175,6 +182,7 @@ def _check_version(ctx: TaskContext) -> Outcome | RefusedForNow | None:
         return RefusedForNow(refusal.retry_after)
     except CredentialsError as error:
         log.error("the server refused the credentials: %s", error)
+        _stopped_because(ctx, f"the server refused the credentials: {error}")
         return Outcome.EXIT
     except WorkerError as error:
         log.warning("cannot reach the server: %s", error)
@@ -226,6 +234,7 @@ def play(ctx: TaskContext, reply: dict[str, Any]) -> Outcome:
     except FatalError as error:
         log.error("task %d failed, and the worker stops: %s", task_id, error)
         _close(ctx, "failed_task", run_id, task_id, str(error))
+        _stopped_because(ctx, str(error))
         return Outcome.EXIT
     except WorkerError as error:
         log.error("task %d failed: %s", task_id, error)
@@ -234,6 +243,7 @@ def play(ctx: TaskContext, reply: dict[str, Any]) -> Outcome:
     except Exception as error:  # a bug: report it where people will see it, then stop
         log.exception("unexpected error in task %d", task_id)
         _close(ctx, "failed_task", run_id, task_id, bug_message(error))
+        _stopped_because(ctx, f"{bug_message(error)} (see worker.log)")
         return Outcome.EXIT
     finally:
         ctx.control.end_task()
