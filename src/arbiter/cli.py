@@ -1,5 +1,5 @@
 """`arbiter`: serve | db upgrade/backup/restore | users create/token/list | books | import |
-signing-key | worker | demo.
+signing-key | worker | demo | sample-engine.
 
 This module parses arguments only. Each command's implementation is imported
 when it runs, so the worker distribution (which ships this file without the
@@ -12,7 +12,11 @@ import sys
 from collections.abc import Sequence
 
 from arbiter import __version__
-from arbiter.worker.arguments import add_demo_parser, add_worker_parser
+from arbiter.worker.arguments import (
+    add_demo_parser,
+    add_sample_engine_parser,
+    add_worker_parser,
+)
 
 
 def _add_storage_options(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_worker_parser(commands)
     if with_server:
         add_demo_parser(commands)  # it starts a server
+        add_sample_engine_parser(commands)  # for a first test on this server
     return parser
 
 
@@ -148,10 +153,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from arbiter.web.serve import serve_command
 
         return serve_command(args)
-    if args.command in ("worker", "demo"):
+    if args.command in ("worker", "demo", "sample-engine"):
         from arbiter.worker import cli as worker_cli
 
-        command = worker_cli.worker_command if args.command == "worker" else worker_cli.demo_command
+        command = {
+            "worker": worker_cli.worker_command,
+            "demo": worker_cli.demo_command,
+            "sample-engine": worker_cli.sample_engine_command,
+        }[args.command]
         return command(args)
     if args.command == "import":
         from arbiter.importer.command import import_command

@@ -13,6 +13,7 @@ from arbiter.worker import cli
 from arbiter.worker.arguments import TOKEN_VARIABLE
 from arbiter.worker.loop import directory_lock
 from tests.worker.e2e import Accounts, arena
+from tests.worker.support import needs_stockfish
 
 WORKER = [sys.executable, "-m", "arbiter", "worker"]
 
@@ -123,3 +124,20 @@ def test_the_restarted_worker_keeps_the_credential_this_one_used(
     assert TOKEN_VARIABLE not in cli._restart_environment(given)  # worker.ini names the file
     plain = parser.parse_args(["worker", "--data-dir", "w"])
     assert cli._restart_environment(plain)[TOKEN_VARIABLE] == "arb_from_the_environment"
+
+
+def test_sample_engine_makes_a_repository_and_says_how_to_test_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    needs_stockfish()
+    target = tmp_path / "engine-repo"
+    assert cli.sample_engine_command(build_parser().parse_args(["sample-engine", str(target)])) == 0
+    printed = capsys.readouterr().out
+    assert (
+        f"Tests repository {target.as_uri()}, Test branch stronger, Base branch master" in printed
+    )
+    assert "Time control N=300" in printed
+    assert (target / "src" / "Makefile").exists()
+    again = build_parser().parse_args(["sample-engine", str(target)])
+    assert cli.sample_engine_command(again) == 2  # never written over
+    assert "exists and is not empty" in capsys.readouterr().err

@@ -124,6 +124,16 @@ def _add_worker_actions(worker: argparse.ArgumentParser) -> None:
     )
 
 
+def add_sample_engine_parser(commands: Any) -> None:
+    sample = commands.add_parser(
+        "sample-engine",
+        help="make a small engine repository to test with (no network needed)",
+        description="Make a git repository with two branches around Debian's Stockfish "
+        "(master, and stronger: 5x the nodes per move) and print how to submit a test of it.",
+    )
+    sample.add_argument("dir", metavar="DIR", help="where to make it (a new or empty directory)")
+
+
 def add_demo_parser(commands: Any) -> None:
     demo = commands.add_parser(
         "demo", help="start a server, a sample engine, an SPRT test and a worker, locally"

@@ -259,6 +259,34 @@ def install_service_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def sample_engine_command(args: argparse.Namespace) -> int:
+    """`arbiter sample-engine DIR`: the demo's engine repository, for a first test."""
+    from arbiter.worker.sample_engine import (
+        BASE_NODES,
+        find_stockfish,
+        make_sample_repo,
+        missing_tools,
+    )
+
+    missing, real = missing_tools(), find_stockfish()
+    if missing or real is None:
+        needs = " ".join(missing)
+        print(f"arbiter sample-engine needs {needs}: apt-get install {needs}", file=sys.stderr)
+        return 1
+    path = Path(args.dir).absolute()
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        print(f"arbiter sample-engine: {path} exists and is not empty", file=sys.stderr)
+        return 2
+    repo = make_sample_repo(path, real)
+    print(f"Sample engine repository: {repo.url}")
+    print(
+        f"On New test: Tests repository {repo.url}, Test branch {repo.new_branch}, Base branch"
+        f" {repo.base_branch}, Time control N={BASE_NODES} (fixed nodes: any machine can play"
+        " it), Stop rule: Fixed number of games, Number of games 200."
+    )
+    return 0
+
+
 def demo_command(args: argparse.Namespace) -> int:
     from arbiter.worker.demo import run_demo
 

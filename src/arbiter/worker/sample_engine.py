@@ -60,6 +60,12 @@ class SampleRepo:
     new_branch: str = "stronger"
 
 
+def missing_tools() -> list[str]:
+    """What the sample engine needs and this machine lacks (Debian package names)."""
+    missing = [tool for tool in ("git", "make") if shutil.which(tool) is None]
+    return [*missing, *([] if find_stockfish() else ["stockfish"])]
+
+
 def find_stockfish() -> str | None:
     for candidate in STOCKFISH_CANDIDATES:
         found = shutil.which(candidate)
