@@ -1,8 +1,10 @@
 """`arbiter import fishtest` on the small dump, on both backends."""
 
+import re
 from pathlib import Path
 from typing import Any
 
+import bson
 import pytest
 from argon2 import PasswordHasher
 from bson.decimal128 import Decimal128
@@ -214,6 +216,10 @@ def _all_actions() -> Any:
     return ActionFilter(max_count=100)
 
 
+def documents(dump: Path, name: str) -> list[dict[str, Any]]:
+    return bson.decode_all((dump / "fishtest_new" / f"{name}.bson").read_bytes())
+
+
 def test_a_second_import_changes_nothing(tmp_path: Path, database_url: str) -> None:
     dump = small_dump.build(tmp_path)
     assert run_import(dump, database_url, tmp_path / "data") == 0
@@ -263,7 +269,7 @@ def test_an_interrupted_import_continues_where_it_stopped(
             assert tx.imports.counts()["runs"] == 2
             assert tx.imports.counts()["actions"] == 0
         importer(2).run()
-        importer(None).run()
+        last = importer(None).run()
         resumed = snapshot(engine)
     finally:
         engine.dispose()
@@ -282,6 +288,12 @@ def test_an_interrupted_import_continues_where_it_stopped(
     for rows in (resumed, expected):
         rows["kv"] = [row for row in rows["kv"] if not row[0].startswith("import/")]
     assert resumed == expected
+    # Each collection was read once in all: a resume that read its file from the
+    # start again would count documents twice (the rows alone cannot show it:
+    # a row stored twice is stored once).
+    in_dump = {name: len(documents(dump, name)) for name in ("users", "runs", "actions")}
+    read = {c.name: c.documents for c in last.collections if c.name in in_dump}
+    assert read == in_dump
     assert any(row[0] == f"bad_tasks/{SPRT}" for row in resumed["kv"])
 
 
@@ -321,6 +333,48 @@ def test_a_target_with_data_is_refused_unless_merging(
         assert "Alice" not in names  # the stored alice keeps her account
     finally:
         engine.dispose()
+
+
+def test_an_overlapping_dump_merges_in_what_is_new_and_keeps_what_is_stored(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second dump that shares runs and users with the first (changed since)
+    and brings new ones: merged, the new ones are added and the stored ones kept
+    as they were, without a refusal or a skip."""
+    first = small_dump.build(tmp_path / "first")
+    assert run_import(first, database_url, tmp_path / "data") == 0
+    alone = re.search(r"runs: (\d+) imported, (\d+) skipped", capsys.readouterr().out)
+    assert alone is not None
+    imported, skipped = (int(count) for count in alone.groups())
+    second = small_dump.build(tmp_path / "second")
+    db = second / "fishtest_new"
+    runs = documents(second, "runs")
+    for document in runs:
+        if isinstance(document.get("args"), dict):  # one run of the dump has none
+            document["args"]["info"] = "changed in the later dump"
+    newcomer = run(60, base_args(info="only in the later dump"), [task(0, stats(1, 1, 0, None))])
+    write_collection(db, "runs", [*runs, newcomer])
+    users = documents(second, "users")
+    for user in users:
+        user["email"] = "changed@example.org"
+    carol = {**users[0], "_id": oid(160), "username": "Carol", "email": "carol@example.org"}
+    write_collection(db, "users", [*users, carol])
+    assert run_import(second, database_url, tmp_path / "data", "--merge") == 0
+    out = capsys.readouterr().out
+    assert "refused by the database" not in out
+    assert f"runs: {imported + 1} imported, {skipped} skipped" in out
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        with engine.connect() as connection:
+            infos = dict(connection.execute(text("SELECT id, args FROM runs")).all())
+            emails = dict(connection.execute(text("SELECT username, email FROM users")).all())
+    finally:
+        engine.dispose()
+    assert len(infos) == imported + 1
+    assert sum("changed in the later dump" in str(args) for args in infos.values()) == 0
+    assert "only in the later dump" in str(infos[str(newcomer["_id"])])
+    assert emails["Alice"] == "alice@example.org"  # the stored account, untouched
+    assert emails["Carol"] == "carol@example.org"
 
 
 def test_differences_are_listed(
