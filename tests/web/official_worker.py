@@ -75,6 +75,7 @@ class OfficialLikeWorker:
     failed: list[str] = field(default_factory=list)
     final: list[str] = field(default_factory=list)  # final refusals met (goal: none)
     network_problems: int = 0
+    temporary_refusals: int = 0  # of them, 429s and 503s whose body is a JSON string
     retry_wait: float = 0.2  # s; the official worker waits 15 s, doubling
     batch_pause: float = 0.0  # s between batches: a slower machine
     patience: float = 120.0  # s of network problems before run_fleet gives up
@@ -109,6 +110,8 @@ class OfficialLikeWorker:
             raise NetworkProblemError(f"{path}: {error}") from None
         if not isinstance(data, dict):
             self.network_problems += 1
+            if reply.status_code in (429, 503) and isinstance(data, str):
+                self.temporary_refusals += 1  # Arbiter's "come back later"
             raise NetworkProblemError(f"{path}: HTTP {reply.status_code}, {data!r}")
         assert "duration" in data, (path, data)
         return data

@@ -3,7 +3,9 @@ and an SPRT run on a catalogue book against a real `arbiter serve`, on both
 storage backends; runs on a book only Arbiter hosts, or on a repository that
 is not on GitHub (the official worker downloads engines only as GitHub
 zipballs), are kept from it, and the run page says why. A restart of the
-server in the middle of a run ends no worker and loses no acknowledged game.
+server in the middle of a run, and a spell of temporary refusals (503s whose
+body is a JSON string, from a primary that lost its lease), end no worker and
+lose no acknowledged game.
 
 These machines cannot reach GitHub, so the runs are submitted on a local
 repository and moved to a GitHub address while the server is stopped, as a
@@ -14,6 +16,7 @@ a catalogue imported through `arbiter books import-catalogue`, as an operator
 would import the repository's books.json.
 """
 
+import fcntl
 import functools
 import gzip
 import io
@@ -25,17 +28,21 @@ import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
+import psycopg
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import make_url, select, update
 
 from arbiter.protocol.books import SHIPPED_BOOK
 from arbiter.storage.engine import make_engine, sqlite_url
+from arbiter.storage.lease import ADVISORY_LOCK_KEY
 from arbiter.storage.schema import runs
+from tests.storage.test_lease import libpq
 from tests.web.live_server import (
     CHEAP_HASHING,
     PASSWORD,
@@ -135,11 +142,15 @@ def move_to_github(data_dir: Path, database_url: str, run_ids: list[str]) -> Non
 
 
 def restart_on_github(
-    live: Server, data_dir: Path, database_url: str, run_ids: list[str]
+    live: Server,
+    data_dir: Path,
+    database_url: str,
+    run_ids: list[str],
+    extra_env: dict[str, str] | None = None,
 ) -> Server:
     stop(live)
     move_to_github(data_dir, database_url, run_ids)
-    return start_server(data_dir, database_url, port=live.port)
+    return start_server(data_dir, database_url, extra_env, port=live.port)
 
 
 def official_worker(
@@ -258,6 +269,65 @@ def test_a_restart_mid_run_ends_no_worker_and_loses_no_acknowledged_game(
         assert not fleet.is_alive()
         assert worker.final == []  # no reply the official worker takes as final
         assert worker.network_problems > 0  # it met the restart, and waited
+        run = get_run(live, run_id)
+        assert run["finished"]
+        counted = sum(run["results"][key] for key in ("wins", "losses", "draws"))
+        assert counted == sum(log.acknowledged for log in worker.tasks) == 640
+    finally:
+        stop(live)
+
+
+@contextmanager
+def lease_held_elsewhere(data_dir: Path, database_url: str) -> Iterator[None]:
+    """The primary's lease taken from it and held for the block by someone who
+    serves nothing (so the primary takes it back afterwards and goes on)."""
+    url = make_url(database_url or sqlite_url(data_dir))
+    if url.get_backend_name() == "sqlite":
+        path = Path(f"{url.database}.primary.lock")
+        path.unlink()  # the primary's lock is on the old file now
+        with path.open("a") as rival:
+            fcntl.flock(rival, fcntl.LOCK_EX)
+            yield
+        return
+    with psycopg.connect(libpq(database_url), autocommit=True) as rival:
+        rival.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
+            " AND objid::bigint = %s AND pid <> pg_backend_pid()"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            (ADVISORY_LOCK_KEY,),
+        )
+        rival.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))  # waits for the end
+        yield
+        rival.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
+
+
+def test_a_temporary_refusal_ends_no_official_worker(
+    server: tuple[Server, dict[str, str]],
+    books_repository: tuple[str, Path],
+    repo_url: str,
+    tmp_path: Path,
+    database_url: str,
+) -> None:
+    """A primary without its lease answers worker calls with 503s whose body is a
+    JSON string: the official worker takes them as network problems and waits,
+    so a fleet that meets them mid-run plays on once the primary serves again."""
+    first, tokens = server
+    run_id = submit(first, tokens, repo_url, book=BOOK, num_games=640, tc="10+0.1")
+    data_dir = tmp_path / "server"
+    checks = {"ARBITER_LEASE_CHECK_SECONDS": "1"}
+    live = restart_on_github(first, data_dir, database_url, [run_id], checks)
+    worker = official_worker(live, books_repository, tmp_path)
+    worker.batch_pause = 0.02
+    worker.retry_wait = 2.0  # the official 15 s, scaled: 5 update tries outlast the refusals
+    fleet = threading.Thread(target=worker.run_fleet, daemon=True)
+    fleet.start()
+    try:
+        wait_for(lambda: sum(log.acknowledged for log in worker.tasks) >= 40, "games")
+        with lease_held_elsewhere(data_dir, database_url):
+            wait_for(lambda: worker.temporary_refusals >= 2, "temporary refusals")
+        fleet.join(timeout=120)
+        assert not fleet.is_alive()
+        assert worker.final == []  # no reply the official worker takes as final
         run = get_run(live, run_id)
         assert run["finished"]
         counted = sum(run["results"][key] for key in ("wins", "losses", "draws"))
