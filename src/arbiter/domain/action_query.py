@@ -9,6 +9,9 @@ then the row id (16), so it orders as the log does; a field is absent when
 `$regex`. A field no action has is absent everywhere. MongoDB's meaning is
 kept: `$ne`/`$nin` match absent fields, comparisons match only values of
 their operand's type (numbers or strings), `null` matches absent fields.
+One deviation is deliberate: `_id` is compared as the string the API shows,
+where MongoDB would hold an ObjectId that no JSON string equals (the
+reference answers `{"_id": "<hex>"}` with nothing).
 
 A `$regex` (and a document) is checked in Python on the rows the rest of the
 query leaves, oldest first, for at most `SCAN_SECONDS`; a query that needs
