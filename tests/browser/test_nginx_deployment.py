@@ -277,28 +277,59 @@ def logged_by(servers: list[Server], text: str, patience: float = 10.0) -> list[
         time.sleep(0.1)
 
 
+def nginx_logged(
+    site: Site, start: tuple[str, str, str], patience: float = 30.0
+) -> list[tuple[str, str, str, str, str]]:
+    """nginx's log lines that begin so, waiting for one a while: nginx writes the
+    line once it has finished with the request, after the client has its reply."""
+    deadline = time.monotonic() + patience
+    while True:
+        found = [entry for entry in site.routed() if entry[:3] == start]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
 def test_the_proxy_sets_the_client_address_and_request_id_and_hides_monitoring(
     site: Site,
 ) -> None:
-    spoofed = httpx.get(
-        f"{site.url}/api/active_runs",
-        headers={"X-Forwarded-For": "203.0.113.9", "X-Request-ID": "client-chosen"},
-        verify=trusting(site.cert),
+    # The client comes from 127.0.0.2 and nginx from 127.0.0.1: a server that
+    # ignored nginx's X-Forwarded-For would log 127.0.0.1.
+    client = httpx.Client(
+        transport=httpx.HTTPTransport(local_address="127.0.0.2", verify=trusting(site.cert))
     )
+    with client:
+        spoofed = client.get(
+            f"{site.url}/api/active_runs",
+            headers={"X-Forwarded-For": "203.0.113.9", "X-Request-ID": "client-chosen"},
+        )
     assert spoofed.status_code == 200
     request_id = spoofed.headers["x-request-id"]
     assert request_id != "client-chosen"  # nginx's own $request_id replaces it
     served = logged_by(site.secondaries, f"[{request_id}]")
     assert len(served) == 1
     [line] = [line for line in served[0].output().splitlines() if f"[{request_id}]" in line]
-    assert line.endswith(" 127.0.0.1 -"), line  # nginx's address, not the spoofed one
+    assert line.endswith(" 127.0.0.2 -"), line  # the client's, as nginx saw it; not spoofed
     for path in ("/metrics", "/readyz", "/healthz"):
         assert httpx.get(site.url + path, verify=trusting(site.cert)).status_code == 404
     redirect = httpx.get(site.plain + "/tests", follow_redirects=False)
     assert redirect.status_code == 301
     assert redirect.headers["location"].startswith("https://")
-    # A body over Arbiter's 2 MiB limit is refused by nginx before any process sees it.
+    # A body over Arbiter's 2 MiB limit is refused by nginx before any process sees
+    # it (Arbiter would answer 413 too, in JSON: nginx's page, no upstream, show who).
     too_large = httpx.post(
         f"{site.url}/api/update_task", content=b"x" * (3 * 1024 * 1024), verify=trusting(site.cert)
     )
     assert too_large.status_code == 413
+    assert "nginx" in too_large.text
+    refused = nginx_logged(site, ("POST", "/api/update_task", "413"))
+    assert [entry[3] for entry in refused] == ["-"], site.routed()  # no upstream was asked
+    # Below 2 MiB (and above nginx's default 1 MiB) a body reaches Arbiter, which
+    # answers for it: nginx's limit is Arbiter's own, not less.
+    within = httpx.post(
+        f"{site.url}/api/update_task",
+        content=b"x" * (3 * 1024 * 1024 // 2),
+        verify=trusting(site.cert),
+    )
+    assert within.status_code == 400, within.text
+    assert "error" in within.json()
