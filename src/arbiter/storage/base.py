@@ -7,7 +7,7 @@ at all.
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from arbiter.storage.action_search import ActionSearch
 from arbiter.storage.records import (
@@ -273,6 +273,29 @@ class RunStore(Protocol):
         ...
 
 
+# Orders of a run's tasks table that SQL sorts (a residual order is the
+# domain's: it depends on the χ² of the moment).
+TaskOrder = Literal["task", "worker", "games", "updated", "crashes"]
+# Per worker (short name): [WW+WD, LL+LD, DD+WL] pairs of its good tasks.
+WorkerTotals = dict[str, tuple[float, float, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLight:
+    """What orders and filters a task in its run's table, without its documents."""
+
+    task_id: int
+    username: str
+    unique_key: str
+    worker_name: str
+    concurrency: int
+    modified: bool
+    games: int
+    last_updated: float
+    crashes: int
+    time_losses: int
+
+
 class TaskStore(Protocol):
     def add(self, task: TaskRecord) -> None: ...
     def add_many(self, tasks: list[TaskRecord]) -> None:
@@ -305,6 +328,34 @@ class TaskStore(Protocol):
 
     def active(self) -> list[TaskRecord]:
         """Every active task (the machines at work), by run and task id."""
+        ...
+
+    # A run's page: its good tasks paged and summed by the database.
+
+    def page_of_run(
+        self, run_id: str, order: TaskOrder, descending: bool, offset: int, limit: int
+    ) -> list[TaskRecord]:
+        """Good (not purged) tasks in that order (ties by task id), from `offset`."""
+        ...
+
+    def count_of_run(self, run_id: str) -> int:
+        """How many good tasks the run has."""
+        ...
+
+    def light_of_run(self, run_id: str) -> list[TaskLight]:
+        """Every good task's ordering fields, by task id (no documents decoded)."""
+        ...
+
+    def of_run_by_ids(self, run_id: str, task_ids: list[int]) -> list[TaskRecord]:
+        """These tasks of the run, in the order given (unknown ids left out)."""
+        ...
+
+    def bad_of_run(self, run_id: str) -> list[TaskRecord]:
+        """The run's purged tasks, by task id."""
+        ...
+
+    def worker_totals(self, run_id: str) -> WorkerTotals:
+        """The χ² table of the run's good tasks, summed per worker in the database."""
         ...
 
 

@@ -18,13 +18,16 @@ from sqlalchemy import (
     update,
 )
 
-from arbiter.storage import run_search, sql_finished
+from arbiter.storage import run_search, sql_finished, sql_run_tasks
 from arbiter.storage.base import (
     DAY_SECONDS,
     FinishedRunFilter,
     FinishedSlice,
     RunCost,
     TaskContribution,
+    TaskLight,
+    TaskOrder,
+    WorkerTotals,
 )
 from arbiter.storage.prepared import execute_many
 from arbiter.storage.records import RunRecord, TaskRecord, column_names
@@ -266,3 +269,26 @@ class SqlTaskStore:
 
     def delete_for_run(self, run_id: str) -> None:
         self._connection.execute(delete(tasks).where(tasks.c.run_id == run_id))
+
+    def page_of_run(
+        self, run_id: str, order: TaskOrder, descending: bool, offset: int, limit: int
+    ) -> list[TaskRecord]:
+        rows = sql_run_tasks.page(
+            self._connection, run_id, order=order, descending=descending, offset=offset, limit=limit
+        )
+        return [_task(row) for row in rows]
+
+    def count_of_run(self, run_id: str) -> int:
+        return sql_run_tasks.count(self._connection, run_id)
+
+    def light_of_run(self, run_id: str) -> list[TaskLight]:
+        return sql_run_tasks.light(self._connection, run_id)
+
+    def of_run_by_ids(self, run_id: str, task_ids: list[int]) -> list[TaskRecord]:
+        return [_task(row) for row in sql_run_tasks.by_ids(self._connection, run_id, task_ids)]
+
+    def bad_of_run(self, run_id: str) -> list[TaskRecord]:
+        return [_task(row) for row in sql_run_tasks.bad(self._connection, run_id)]
+
+    def worker_totals(self, run_id: str) -> WorkerTotals:
+        return sql_run_tasks.worker_totals(self._connection, run_id)

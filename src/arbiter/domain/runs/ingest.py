@@ -24,9 +24,10 @@ from arbiter.domain.runs.outcome import finish, is_decided, run_action
 from arbiter.domain.runs.purging import auto_purge_action, auto_purges, purge_into
 from arbiter.domain.runs.registry import Change, RunContext, RunState
 from arbiter.domain.runs.spsa_steps import apply_spsa_result, perturbation
+from arbiter.domain.runs.task_table import worker_long_name
 from arbiter.domain.runs.totals import games_played
 from arbiter.protocol.messages import SpsaResult, Stats, WorkerInfo
-from arbiter.protocol.workers import long_worker_name, worker_names
+from arbiter.protocol.workers import worker_names
 from arbiter.stats.purge import crash_or_time
 from arbiter.stats.results import result_problems
 from arbiter.stats.sprt import sprt_results, update_sprt
@@ -97,16 +98,9 @@ def retire_task(
     if not task.active:
         return False
     change.save_task(task, evolve(task, active=False, spsa_params=None))
-    where = {"task_id": task_id, "worker": task_worker_name(task)}
+    where = {"task_id": task_id, "worker": worker_long_name(task)}
     change.log.append(run_action(change.run, action, task.username, message, now, **where))
     return True
-
-
-def task_worker_name(task: TaskRecord) -> str:
-    info = task.worker_info
-    return long_worker_name(
-        task.username, int(info.get("concurrency", 0)), task.unique_key, bool(info.get("modified"))
-    )
 
 
 class ResultIngest:
@@ -184,7 +178,7 @@ class ResultIngest:
         change.save_task(task, new_task)
         note = None if new_task.active else crash_note(new_task)
         if note is not None:  # completed after too many crashes or time losses, as the reference
-            where = {"task_id": task.task_id, "worker": task_worker_name(task)}
+            where = {"task_id": task.task_id, "worker": worker_long_name(task)}
             change.log.append(
                 run_action(change.run, "crash_or_time", task.username, note, now, **where)
             )

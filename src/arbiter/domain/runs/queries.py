@@ -5,18 +5,21 @@ every read on a secondary, comes from storage. Runs in the threadpool.
 """
 
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arbiter.domain.errors import NotFound
 from arbiter.domain.run_args import parse_time_control
-from arbiter.domain.runs import bad_tasks, code_view
+from arbiter.domain.runs import bad_tasks, code_view, task_table
 from arbiter.domain.runs.code_view import CodeView
 from arbiter.domain.runs.documents import run_view, task_view
 from arbiter.domain.runs.outcome import sprt_elo_of
 from arbiter.domain.runs.ranking import NO_GAMES, NOT_APPROVED
 from arbiter.domain.runs.registry import RunContext, RunState
+from arbiter.domain.runs.task_table import TaskQuery, TaskSlice
 from arbiter.stats.purge import Chi2Result, aggregate_rows, chi2_residuals, worker_row
 from arbiter.stats.sprt_forecast import sprt_forecast
 from arbiter.storage import Tx
@@ -24,7 +27,8 @@ from arbiter.storage.base import FinishedRunFilter
 from arbiter.storage.records import RunRecord, TaskRecord
 
 FINISHED_PAGE_SIZE = 50
-CACHED_TASKS = 50_000  # tasks of finished runs' details kept for their pages
+CACHED_CHI2 = 1_000  # runs whose χ² summary is kept while their results stay the same
+LIVE_CHI2_SECONDS = 5.0  # a live run's χ² is at most this old on its page
 # A filtered list is counted up to this many runs ("1,000+"): an exact count of a
 # search over Fishtest's quarter of a million runs is a scan on every request.
 COUNT_BOUND = 1_000
@@ -68,7 +72,9 @@ class Overview:
 @dataclass(frozen=True, slots=True)
 class RunDetail:
     run: RunRecord
-    tasks: list[TaskRecord]
+    # A live run's tasks, from memory; None for a stored run, whose page reads
+    # one page of them from the database (`task_slice`).
+    tasks: list[TaskRecord] | None
     why_no_workers: list[str]
     chi2: Chi2Result  # the workers' homogeneity, bad tasks left out (as purges see it)
 
@@ -82,32 +88,46 @@ def chi2_of(tasks: list[TaskRecord]) -> Chi2Result:
     return chi2_residuals(rows)
 
 
-class FinishedDetails:
-    """The details of the finished runs viewed last, while they stay as they are
-    (same last update): a finished run of thousands of tasks is read and its χ²
-    computed once, not on every view. Bounded by the tasks held. Thread-safe."""
+def _results_stamp(run: RunRecord) -> tuple[object, ...]:
+    """What changes whenever the run's games do: an update moves the last
+    update, a purge the totals."""
+    return (run.last_updated, run.wins, run.losses, run.draws, run.pentanomial)
 
-    def __init__(self, max_tasks: int = CACHED_TASKS) -> None:
-        self._max_tasks = max_tasks
+
+class Chi2Cache:
+    """The χ² of the runs viewed last, while each one's results stay as they
+    are: a finished run is summed once, not on every view. A live run's moves
+    with every result, so its χ² is redone at most every `live_seconds` (a run
+    of thousands of workers costs tens of milliseconds to score). Thread-safe."""
+
+    def __init__(
+        self,
+        size: int = CACHED_CHI2,
+        live_seconds: float = LIVE_CHI2_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._size = size
+        self._live_seconds = live_seconds
+        self._clock = clock
         self._lock = threading.Lock()
-        self._held: OrderedDict[str, RunDetail] = OrderedDict()
+        self._held: OrderedDict[str, tuple[tuple[object, ...], float, Chi2Result]] = OrderedDict()
 
-    def get(self, run: RunRecord) -> RunDetail | None:
+    def get(self, run: RunRecord, compute: Callable[[], Chi2Result]) -> Chi2Result:
+        stamp, now = _results_stamp(run), self._clock()
         with self._lock:
-            detail = self._held.get(run.id)
-            if detail is None or detail.run.last_updated != run.last_updated:
-                return None
+            held = self._held.get(run.id)
+            if held is not None and (
+                held[0] == stamp or (not run.finished and now - held[1] < self._live_seconds)
+            ):
+                self._held.move_to_end(run.id)
+                return held[2]
+        chi2 = compute()  # outside the lock: two first views may both compute
+        with self._lock:
+            self._held[run.id] = (stamp, now, chi2)
             self._held.move_to_end(run.id)
-            return detail
-
-    def put(self, detail: RunDetail) -> None:
-        with self._lock:
-            self._held[detail.run.id] = detail
-            self._held.move_to_end(detail.run.id)
-            while sum(len(d.tasks) for d in self._held.values()) > self._max_tasks:
-                if len(self._held) == 1:
-                    break
+            while len(self._held) > self._size:
                 self._held.popitem(last=False)
+        return chi2
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +142,7 @@ class Machine:
 class RunQueries:
     def __init__(self, context: RunContext) -> None:
         self._context = context
-        self._finished_details = FinishedDetails()
+        self._chi2 = Chi2Cache()
 
     def code(self, run_id: str) -> CodeView | None:
         """What submission read of the run's commits (diff, subjects, warnings). [THREAD]"""
@@ -159,20 +179,30 @@ class RunQueries:
         )
 
     def detail(self, run_id: str) -> RunDetail:
-        """A run with all its tasks and their χ², for its page."""
+        """A run and its workers' χ², for its page: a live run with its tasks
+        from memory, a stored one without (`task_slice` reads a page)."""
         state = self._context.registry.get(run_id)
         if state is not None:
             with state.lock:
                 run, tasks = state.run, list(state.tasks)
-            return RunDetail(run, tasks, why_no_workers(run, state), chi2_of(tasks))
+            chi2 = self._chi2.get(run, lambda: chi2_of(tasks))
+            return RunDetail(run, tasks, why_no_workers(run, state), chi2)
         run = self._stored_run(run_id)
-        detail = self._finished_details.get(run)
-        if detail is None:
-            with self._context.storage.read() as tx:
-                tasks = tx.tasks.for_run(run_id)
-            detail = RunDetail(run, tasks, why_no_workers(run, None), chi2_of(tasks))
-            self._finished_details.put(detail)
-        return detail
+        chi2 = self._chi2.get(run, lambda: self._stored_chi2(run_id))
+        return RunDetail(run, None, why_no_workers(run, None), chi2)
+
+    def _stored_chi2(self, run_id: str) -> Chi2Result:
+        """The χ² from the workers' totals, summed by the database."""
+        with self._context.storage.read() as tx:
+            return chi2_residuals(tx.tasks.worker_totals(run_id))
+
+    def task_slice(self, detail: RunDetail, query: TaskQuery) -> TaskSlice:
+        """The page of the run's tasks table that `query` asks for."""
+        residual = detail.chi2.residual
+        if detail.tasks is not None:
+            return task_table.from_memory(detail.tasks, query, residual)
+        with self._context.storage.read() as tx:
+            return task_table.from_storage(tx, detail.run.id, query, residual)
 
     def machines(self) -> list[Machine]:
         """Every worker holding an active task, most cores first."""

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from arbiter.domain.errors import NotFound
 from arbiter.domain.runs.approval import approve_refusal
+from arbiter.domain.runs.task_table import TaskQuery
 from arbiter.web.api import app_state
 from arbiter.web.state import AppState
 from arbiter.web.templating import render
@@ -92,13 +93,15 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
 
 
 def _run_context(
-    state: AppState, run_id: str, *, with_pgns: bool, query: run_view.TasksQuery
+    state: AppState, run_id: str, *, with_pgns: bool, query: TaskQuery
 ) -> dict[str, Any]:
-    detail = state.runs.queries.detail(run_id)
+    queries = state.runs.queries
+    detail = queries.detail(run_id)
     pending = not (detail.run.approved or detail.run.finished)
-    pgn_ids = _stored_pgns(state, run_id) if with_pgns and detail.tasks else set()
+    shown = queries.task_slice(detail, query)
+    pgn_ids = _stored_pgns(state, run_id) if with_pgns and (shown.tasks or shown.bad) else set()
     chi2 = detail.chi2
-    tasks = run_view.tasks_page(detail.tasks, chi2, pgn_ids, query)
+    tasks = run_view.tasks_page(shown, chi2, pgn_ids, query)
     return {
         "detail": detail,
         "run": detail.run,

@@ -1,0 +1,137 @@
+"""One run's tasks as its page reads them: a page in the table's order, the
+workers' totals for the χ² summary, the few purged ones, and light rows for
+what SQL cannot order by (a worker filter, the residual order).
+
+A finished run of thousands of tasks is thus shown without building a record
+for each of them: the database sorts, pages and sums, and only the page's
+rows are decoded.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Row, false, func, select
+
+from arbiter.storage.base import TaskLight, TaskOrder, WorkerTotals
+from arbiter.storage.schema import tasks
+
+
+def _good(run_id: str) -> ColumnElement[bool]:
+    return (tasks.c.run_id == run_id) & tasks.c.bad.is_(False)
+
+
+def _order_by(order: TaskOrder, descending: bool, dialect: str) -> list[ColumnElement[Any]]:
+    """The table's order in SQL; ties keep task order whichever way it goes.
+    Names compare by code point, as Python's sort does (PostgreSQL's "C")."""
+
+    def text(column: ColumnElement[str]) -> ColumnElement[str]:
+        return column.collate("C") if dialect == "postgresql" else column
+
+    keys: dict[TaskOrder, list[ColumnElement[Any]]] = {
+        "task": [tasks.c.task_id],
+        # The short name begins the long one shown; the rest of the long one is
+        # the unique key's second group and a `*` when modified: together they
+        # order as the long name does (machines that share both key groups
+        # aside, which the long name cannot tell apart anyway).
+        "worker": [
+            text(func.lower(tasks.c.worker_name)),
+            text(tasks.c.unique_key),
+            func.coalesce(tasks.c.worker_info["modified"].as_boolean(), false()),
+        ],
+        "games": [tasks.c.wins + tasks.c.losses + tasks.c.draws],
+        "updated": [tasks.c.last_updated],
+        "crashes": [tasks.c.crashes, tasks.c.time_losses],
+    }
+    chosen = [key.desc() if descending else key.asc() for key in keys[order]]
+    return [*chosen, tasks.c.task_id.asc()]
+
+
+def page(
+    connection: Connection,
+    run_id: str,
+    *,
+    order: TaskOrder,
+    descending: bool,
+    offset: int,
+    limit: int,
+) -> list[Row[Any]]:
+    query = (
+        select(tasks)
+        .where(_good(run_id))
+        .order_by(*_order_by(order, descending, connection.dialect.name))
+        .offset(offset)
+        .limit(limit)
+    )
+    return list(connection.execute(query))
+
+
+def count(connection: Connection, run_id: str) -> int:
+    query = select(func.count()).select_from(tasks).where(_good(run_id))
+    return int(connection.execute(query).scalar_one())
+
+
+def by_ids(connection: Connection, run_id: str, task_ids: Sequence[int]) -> list[Row[Any]]:
+    """These tasks of the run, in the order given."""
+    if not task_ids:
+        return []
+    query = select(tasks).where(tasks.c.run_id == run_id, tasks.c.task_id.in_(task_ids))
+    found = {row.task_id: row for row in connection.execute(query)}
+    return [found[task_id] for task_id in task_ids if task_id in found]
+
+
+def bad(connection: Connection, run_id: str) -> list[Row[Any]]:
+    query = (
+        select(tasks)
+        .where(tasks.c.run_id == run_id, tasks.c.bad.is_(True))
+        .order_by(tasks.c.task_id)
+    )
+    return list(connection.execute(query))
+
+
+def light(connection: Connection, run_id: str) -> list[TaskLight]:
+    """Every good task of the run in task order, with what orders and filters it."""
+    query = (
+        select(
+            tasks.c.task_id,
+            tasks.c.username,
+            tasks.c.unique_key,
+            tasks.c.worker_name,
+            tasks.c.worker_info["concurrency"].as_integer(),
+            tasks.c.worker_info["modified"].as_boolean(),
+            tasks.c.wins + tasks.c.losses + tasks.c.draws,
+            tasks.c.last_updated,
+            tasks.c.crashes,
+            tasks.c.time_losses,
+        )
+        .where(_good(run_id))
+        .order_by(tasks.c.task_id)
+    )
+    return [
+        TaskLight(
+            task_id=task_id,
+            username=username,
+            unique_key=unique_key,
+            worker_name=worker_name,
+            concurrency=int(concurrency or 0),
+            modified=bool(modified),
+            games=int(games),
+            last_updated=float(last_updated),
+            crashes=int(crashes),
+            time_losses=int(time_losses),
+        )
+        for (task_id, username, unique_key, worker_name, concurrency, modified, games,
+             last_updated, crashes, time_losses) in connection.execute(query)
+    ]  # fmt: skip
+
+
+def worker_totals(connection: Connection, run_id: str) -> WorkerTotals:
+    """Per worker (short name), the good tasks' game pairs as the χ² reads them:
+    [WW+WD, LL+LD, DD+WL]; workers with none left out."""
+    pair = [func.sum(tasks.c.pentanomial[index].as_integer()) for index in range(5)]
+    query = select(tasks.c.worker_name, *pair).where(_good(run_id)).group_by(tasks.c.worker_name)
+    totals: WorkerTotals = {}
+    for worker, ll, ld, dd, wd, ww in connection.execute(query):
+        row = (float((ww or 0) + (wd or 0)), float((ll or 0) + (ld or 0)), float(dd or 0))
+        if any(row):
+            totals[worker] = row
+    return totals
