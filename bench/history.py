@@ -213,10 +213,12 @@ def insert_rows(tx: Tx, table: str, columns: list[str], rows: list[tuple[Any, ..
 
 
 def task_counts(rng: random.Random, size: Size) -> Iterator[int]:
-    """Tasks per run around the mean; the run a tenth of the way in has BIG_RUN_TASKS."""
-    mean = max(1.0, (size.tasks - BIG_RUN_TASKS) / max(1, size.runs - 1))
+    """Tasks per run around the mean; the run a tenth of the way in (finished)
+    and the last one (live) have BIG_RUN_TASKS."""
+    mean = max(1.0, (size.tasks - 2 * BIG_RUN_TASKS) / max(1, size.runs - 2))
+    big = {size.runs // 10, size.runs - 1}
     for index in range(size.runs):
-        yield BIG_RUN_TASKS if index == size.runs // 10 else max(1, int(rng.expovariate(1 / mean)))
+        yield BIG_RUN_TASKS if index in big else max(1, int(rng.expovariate(1 / mean)))
 
 
 CHUNK_RUNS = 500  # runs generated at a time, in a process beside the writer
@@ -247,14 +249,15 @@ def build(storage: Storage, size: Size, seed: int = 7) -> dict[str, str]:
         (size, first, counts[first : first + CHUNK_RUNS], seed)
         for first in range(0, size.runs, CHUNK_RUNS)
     ]
-    big_suffix = f"{size.runs // 10:016x}"  # run_record's ids end in the run's index
+    # run_record's ids end in the run's index
+    wanted = {f"{size.runs // 10:016x}": "big", f"{size.runs - 1:016x}": "big_live"}
     ids: dict[str, str] = {}
     with multiprocessing.get_context("fork").Pool(1) as pool:
         for runs, tasks in pool.imap(_generate, chunks):
             with storage.write() as tx:
                 tx.imports.add_runs(runs)
                 insert_rows(tx, "tasks", TASK_COLUMNS, tasks)
-            ids.update(("big", run.id) for run in runs if run.id.endswith(big_suffix))
+            ids.update((wanted[run.id[8:]], run.id) for run in runs if run.id[8:] in wanted)
     add_actions(storage, random.Random(seed), size)
     contribution_totals.rebuild(storage)
     return ids
@@ -325,6 +328,12 @@ def pages(ids: dict[str, str]) -> list[tuple[str, str]]:
         ("event log, one user", "/actions?user=user3"),
         ("event log, one kind", "/actions?action=crash_or_time"),
         ("run page, 5,000 tasks", f"/tests/view/{ids['big']}"),
+        (
+            "run page, 5,000 tasks by worker, page 50",
+            f"/tests/view/{ids['big']}?sort=worker&page=50",
+        ),
+        ("run page, 5,000 tasks by residual", f"/tests/view/{ids['big']}?sort=residual"),
+        ("live run page, 5,000 tasks", f"/tests/view/{ids['big_live']}"),
         ("API: active_runs", "/api/active_runs"),
         ("API: finished_runs", "/api/finished_runs?page=1"),
         ("API: get_run", f"/api/get_run/{ids['big']}"),
@@ -478,7 +487,7 @@ def main() -> None:
         else:
             big_dir.mkdir(parents=True, exist_ok=True)
             ids, built = prepare(big_dir, big_url, size)
-            (big_dir / "ids").write_text(f"{ids['big']}\n")
+            (big_dir / "ids").write_text(json.dumps(ids))
             print(f"built in {built:.0f} s", flush=True)
         results["small"] = serve_and_measure(small_dir, small_url, small_ids, options.requests)
         results["big"] = serve_and_measure(big_dir, big_url, ids, options.requests)
@@ -491,7 +500,8 @@ def main() -> None:
 
 
 def _read_ids(directory: Path) -> dict[str, str]:
-    return {"big": (directory / "ids").read_text().strip()}
+    ids: dict[str, str] = json.loads((directory / "ids").read_text())
+    return ids
 
 
 def _database_url(server_url: str, name: str, *, fresh: bool) -> str:
