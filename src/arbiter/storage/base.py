@@ -285,11 +285,9 @@ class TaskLight:
     """What orders and filters a task in its run's table, without its documents."""
 
     task_id: int
-    username: str
     unique_key: str
-    worker_name: str
-    concurrency: int
-    modified: bool
+    worker_name: str  # the short name, `user-Ncores-key1`
+    modified: bool  # False unless asked for (`light_of_run(..., modified=True)`)
     games: int
     last_updated: float
     crashes: int
@@ -342,8 +340,9 @@ class TaskStore(Protocol):
         """How many good tasks the run has."""
         ...
 
-    def light_of_run(self, run_id: str) -> list[TaskLight]:
-        """Every good task's ordering fields, by task id (no documents decoded)."""
+    def light_of_run(self, run_id: str, *, modified: bool = False) -> list[TaskLight]:
+        """Every good task's ordering fields, by task id (no documents decoded
+        unless `modified`, the machine's flag, is asked for)."""
         ...
 
     def of_run_by_ids(self, run_id: str, task_ids: list[int]) -> list[TaskRecord]:

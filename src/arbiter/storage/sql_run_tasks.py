@@ -29,15 +29,9 @@ def _order_by(order: TaskOrder, descending: bool, dialect: str) -> list[ColumnEl
 
     keys: dict[TaskOrder, list[ColumnElement[Any]]] = {
         "task": [tasks.c.task_id],
-        # The short name begins the long one shown; the rest of the long one is
-        # the unique key's second group and a `*` when modified: together they
-        # order as the long name does (machines that share both key groups
-        # aside, which the long name cannot tell apart anyway).
-        "worker": [
-            text(func.lower(tasks.c.worker_name)),
-            text(tasks.c.unique_key),
-            func.coalesce(tasks.c.worker_info["modified"].as_boolean(), false()),
-        ],
+        # By machine: its short name, then its key (whose second group the long
+        # name shown adds). Nothing is read from the worker_info documents.
+        "worker": [text(func.lower(tasks.c.worker_name)), text(tasks.c.unique_key)],
         "games": [tasks.c.wins + tasks.c.losses + tasks.c.draws],
         "updated": [tasks.c.last_updated],
         "crashes": [tasks.c.crashes, tasks.c.time_losses],
@@ -55,14 +49,16 @@ def page(
     offset: int,
     limit: int,
 ) -> list[Row[Any]]:
+    # The ids are sorted alone, then the page's rows read: sorting whole rows
+    # would carry every task's worker_info through the sort.
     query = (
-        select(tasks)
+        select(tasks.c.task_id)
         .where(_good(run_id))
         .order_by(*_order_by(order, descending, connection.dialect.name))
         .offset(offset)
         .limit(limit)
     )
-    return list(connection.execute(query))
+    return by_ids(connection, run_id, list(connection.execute(query).scalars()))
 
 
 def count(connection: Connection, run_id: str) -> int:
@@ -88,16 +84,17 @@ def bad(connection: Connection, run_id: str) -> list[Row[Any]]:
     return list(connection.execute(query))
 
 
-def light(connection: Connection, run_id: str) -> list[TaskLight]:
-    """Every good task of the run in task order, with what orders and filters it."""
+def light(connection: Connection, run_id: str, *, modified: bool) -> list[TaskLight]:
+    """Every good task of the run in task order, with what orders and filters it.
+    Whether each machine was modified is read only when asked for: it is in the
+    worker_info document, which the database must parse for every row."""
+    flag = tasks.c.worker_info["modified"].as_boolean() if modified else false().label("modified")
     query = (
         select(
             tasks.c.task_id,
-            tasks.c.username,
             tasks.c.unique_key,
             tasks.c.worker_name,
-            tasks.c.worker_info["concurrency"].as_integer(),
-            tasks.c.worker_info["modified"].as_boolean(),
+            flag,
             tasks.c.wins + tasks.c.losses + tasks.c.draws,
             tasks.c.last_updated,
             tasks.c.crashes,
@@ -109,18 +106,16 @@ def light(connection: Connection, run_id: str) -> list[TaskLight]:
     return [
         TaskLight(
             task_id=task_id,
-            username=username,
             unique_key=unique_key,
             worker_name=worker_name,
-            concurrency=int(concurrency or 0),
-            modified=bool(modified),
+            modified=bool(was_modified),
             games=int(games),
             last_updated=float(last_updated),
             crashes=int(crashes),
             time_losses=int(time_losses),
         )
-        for (task_id, username, unique_key, worker_name, concurrency, modified, games,
-             last_updated, crashes, time_losses) in connection.execute(query)
+        for (task_id, unique_key, worker_name, was_modified, games, last_updated, crashes,
+             time_losses) in connection.execute(query)
     ]  # fmt: skip
 
 

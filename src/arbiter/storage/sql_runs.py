@@ -281,8 +281,8 @@ class SqlTaskStore:
     def count_of_run(self, run_id: str) -> int:
         return sql_run_tasks.count(self._connection, run_id)
 
-    def light_of_run(self, run_id: str) -> list[TaskLight]:
-        return sql_run_tasks.light(self._connection, run_id)
+    def light_of_run(self, run_id: str, *, modified: bool = False) -> list[TaskLight]:
+        return sql_run_tasks.light(self._connection, run_id, modified=modified)
 
     def of_run_by_ids(self, run_id: str, task_ids: list[int]) -> list[TaskRecord]:
         return [_task(row) for row in sql_run_tasks.by_ids(self._connection, run_id, task_ids)]

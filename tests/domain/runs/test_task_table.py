@@ -11,6 +11,7 @@ from arbiter.domain.runs.queries import chi2_of
 from arbiter.domain.runs.task_table import TASKS_PER_PAGE, TaskQuery, TaskSlice
 from arbiter.stats.purge import chi2_residuals
 from arbiter.storage import Storage
+from arbiter.storage.base import TaskLight
 from arbiter.storage.records import TaskRecord
 from tests.domain.runs.support import run_record, task_record
 
@@ -145,9 +146,9 @@ def test_only_the_page_is_read(storage: Storage, stored: list[TaskRecord]) -> No
     with storage.read() as tx:
         original = tx.tasks.light_of_run
 
-        def light(run_id: str) -> list[object]:
+        def light(run_id: str, *, modified: bool = False) -> list[TaskLight]:
             counted.light += 1
-            return original(run_id)  # type: ignore[return-value]
+            return original(run_id, modified=modified)
 
         tx.tasks.light_of_run = light  # type: ignore[method-assign]
         page = task_table.from_storage(tx, RUN, TaskQuery(sort="games", page=2), {})

@@ -58,11 +58,12 @@ T = TypeVar("T", TaskRecord, TaskLight)
 
 def worker_long_name(task: Row) -> str:
     """The name the table shows: `user-Ncores-key1-key2`, `*` when modified."""
-    if isinstance(task, TaskLight):
-        concurrency, modified = task.concurrency, task.modified
-    else:
-        info = task.worker_info
-        concurrency, modified = int(info.get("concurrency", 0)), bool(info.get("modified"))
+    if isinstance(task, TaskLight):  # its short name, and the rest from its key
+        groups = task.unique_key.split("-")
+        second = f"-{groups[1]}" if len(groups) > 1 else ""
+        return f"{task.worker_name}{second}{'*' if task.modified else ''}"
+    info = task.worker_info
+    concurrency, modified = int(info.get("concurrency", 0)), bool(info.get("modified"))
     return long_worker_name(task.username, concurrency, task.unique_key, modified)
 
 
@@ -75,7 +76,8 @@ def _games(task: Row) -> int:
 def _key(sort: str, residual: Mapping[str, float]) -> Callable[[Row], Any]:
     keys: dict[str, Callable[[Row], Any]] = {
         "task": lambda task: task.task_id,
-        "worker": lambda task: worker_long_name(task).lower(),
+        # By machine: short name, then key (the database's order too).
+        "worker": lambda task: (task.worker_name.lower(), task.unique_key),
         "games": _games,
         "updated": lambda task: task.last_updated,
         "crashes": lambda task: (task.crashes, task.time_losses),
@@ -144,7 +146,9 @@ def from_storage(tx: Tx, run_id: str, query: TaskQuery, residual: Mapping[str, f
         window = _window(total, query)
         shown = tx.tasks.page_of_run(run_id, order, query.descending, window.start, window.size)
         return TaskSlice(shown, bad, window.page, window.pages, total, sort)
-    ordered = _ordered(tx.tasks.light_of_run(run_id), query, residual)
+    # A filter without `*` matches the long name with or without the star alike.
+    lights = tx.tasks.light_of_run(run_id, modified="*" in query.worker)
+    ordered = _ordered(lights, query, residual)
     window = _window(len(ordered), query, _position(ordered, query.show_task))
     ids = [task.task_id for task in ordered[window.start : window.start + window.size]]
     shown = tx.tasks.of_run_by_ids(run_id, ids)
