@@ -1,4 +1,4 @@
-"""Benchmark of /api/actions queries (issue 13): MongoDB-style queries over
+"""Benchmark of /api/actions queries: MongoDB-style queries over
 1,000,000 actions, answered from indexes.
 
 Run: .venv/bin/python bench/bench_actions.py [--write] [--actions N] [--repeats N]

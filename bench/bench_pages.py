@@ -1,4 +1,4 @@
-"""Benchmark of the dashboard pages (issue 5): home and run page latency with
+"""Benchmark of the dashboard pages: home and run page latency with
 500 runs and 10,000 tasks in the database, against a baseline page measured
 in the same run.
 

@@ -1,4 +1,4 @@
-"""Benchmark of the match runner (issue 6): its own overhead at 1,000 nodes per move.
+"""Benchmark of the match runner: its own overhead at 1,000 nodes per move.
 
 Run: .venv/bin/python bench/bench_runner.py [--pairs N] [--write]
 

@@ -1,4 +1,4 @@
-"""Benchmark of the pure statistics (issues 3, 19): ours and the reference's, side by side.
+"""Benchmark of the pure statistics: ours and the reference's, side by side.
 
 Run: .venv/bin/python bench/bench_stats.py [--write] [--rounds N] [--reference GIT_DIR]
 

@@ -1,4 +1,4 @@
-"""Capacity benchmarks (issue 7): idle connections held, and request_task throughput.
+"""Capacity benchmarks: idle connections held, and request_task throughput.
 
 Run:
   .venv/bin/python bench/capacity.py idle --connections 19000 [--hold 30] [--write]

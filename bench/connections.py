@@ -1,4 +1,4 @@
-"""Connection-limit benchmarks (issue 16): endless headers and trickling clients.
+"""Connection-limit benchmarks: endless headers and trickling clients.
 
 Run:
   .venv/bin/python bench/connections.py endless-headers [--clients 100] [--seconds 30] [--write]
@@ -136,7 +136,7 @@ async def endless_headers(args: argparse.Namespace) -> tuple[list[str], list[str
         f" (+{growth_mib:.0f} MiB; goal: bounded, under +{ENDLESS_GROWTH_GOAL_MIB} MiB),"
         f" {min(second_half) / 1024:.0f}-{max(second_half) / 1024:.0f} MiB over the second"
         f" half, {after / 1024:.0f} MiB after. Before the limits, 4 such clients grew the"
-        " server by 1.5 GB in 4 s (issue 16).",
+        " server by 1.5 GB in 4 s.",
         f"- An honest request_version once a second beside them: {len(latencies)} answered,"
         f" median {percentile(latencies, 50) * 1000:.1f} ms, max"
         f" {max(latencies, default=0) * 1000:.1f} ms; unhandled server exceptions:"
@@ -270,7 +270,7 @@ def sends_body(kind: str, index: int) -> bool:
 
 def unhandled_errors(log: str) -> tuple[list[str], int]:
     """The server's unhandled errors, but for starlette's ClientDisconnect (a body
-    cut short, logged with a traceback until issue 16's error item quiets it),
+    cut short, logged with a traceback until such errors were quieted),
     which are only counted."""
     lines = log.splitlines()
     crashes, disconnects = [], 0

@@ -1,4 +1,4 @@
-"""Fairness of the request_task gate (issue 16): one account floods, the fleet goes on.
+"""Fairness of the request_task gate: one account floods, the fleet goes on.
 
 Run: .venv/bin/python bench/fairness.py [--seconds 30] [--rate 40] [--runs 20] [--write]
      [--database-url URL] [--compare-src DIR --compare-label TEXT]
@@ -264,7 +264,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     scenarios = {"flood": fairness}
-    titles = {"flood": "request_task fairness: one account floods the gate (issue 16)"}
+    titles = {"flood": "request_task fairness: one account floods the gate"}
     return harness.run_scenario("fairness", scenarios, titles, parse_args(argv))
 
 

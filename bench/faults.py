@@ -1,4 +1,4 @@
-"""Fault benchmarks (issue 7): kill -9 loops, a restart storm, a PostgreSQL restart.
+"""Fault benchmarks: kill -9 loops, a restart storm, a PostgreSQL restart.
 
 Run:
   .venv/bin/python bench/faults.py kill --cycles 100 [--workers 300] [--database-url URL] [--write]

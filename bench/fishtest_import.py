@@ -1,4 +1,4 @@
-"""`arbiter import fishtest` on a large synthetic dump (issue 18): import rate
+"""`arbiter import fishtest` on a large synthetic dump: import rate
 and peak memory.
 
 Writes a mongodump of `--runs` finished SPRT runs (each with `--tasks`

@@ -1,10 +1,10 @@
-"""Fleet benchmark (issue 7): simulated workers against a real Arbiter primary.
+"""Fleet benchmark: simulated workers against a real Arbiter primary.
 
 Run: .venv/bin/python bench/fleet.py --workers N --duration S [--speedup 4]
      [--mix steady|heavy] [--database-url URL] [--runs 20] [--connections C] [--write]
 
 Two mixes. steady: 30-minute tasks (29 updates), beats on their own clock,
-worker tokens. heavy (issue 19): tasks of 5-7 updates on small machines, so
+worker tokens. heavy: tasks of 5-7 updates on small machines, so
 assignments are 16 times as frequent; workers send their account password,
 as the official worker does; 10 runs; a beat only when no update came for a
 beat period.
@@ -64,7 +64,7 @@ REFERENCE_P50 = {
 MIXES = ("steady", "heavy")
 # Small machines (3 or 4 slots) get tasks of 5 or 7 SPRT batches: at cadence x4,
 # 10,000 of them make about 110 request_task, 110 request_version and 660
-# update_task calls a second (issue 19's heavy-assignment mix).
+# update_task calls a second (the heavy-assignment mix).
 HEAVY_CONCURRENCIES = (3, 4)
 GOAL_P99 = {"/api/beat": 10.0, "/api/update_task": 20.0, "/api/request_task": 30.0}
 

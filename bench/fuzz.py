@@ -1,4 +1,4 @@
-"""Bad-input benchmarks (issue 7): long API fuzzing, and slow-header clients.
+"""Bad-input benchmarks: long API fuzzing, and slow-header clients.
 
 Run:
   .venv/bin/python bench/fuzz.py long [--examples 1000] [--write]

@@ -1,4 +1,4 @@
-"""Mutation testing (issue 21) of the modules whose guarantees the docs promise.
+"""Mutation testing of the modules whose guarantees the docs promise.
 
 mutmut (pinned in the test extra) changes one thing at a time in a module (an
 operator, a constant, a call dropped) and runs that module's own tests against
@@ -36,7 +36,7 @@ from bench import harness
 from bench.command import command_line
 
 ROOT = Path(__file__).resolve().parent.parent
-GOAL = 0.90  # the share of mutants the tests must kill (issue 21)
+GOAL = 0.90  # the share of mutants the tests must kill
 COPIED = ("src", "tests", "bench", "scripts", "pyproject.toml")
 
 

@@ -1,4 +1,4 @@
-"""Password guessing against a real `arbiter serve` (issue 16, item 2).
+"""Password guessing against a real `arbiter serve`: the flood must not take the threadpool.
 
 The server runs with production argon2 costs (OWASP minimum), pinned to one
 core; the client runs on the other. Clients appear at distinct addresses

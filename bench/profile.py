@@ -1,4 +1,4 @@
-"""Sampling profiles of a benchmark's server (issue 19), with py-spy.
+"""Sampling profiles of a benchmark's server, with py-spy.
 
 bench/fleet.py --profile FILE attaches py-spy to the primary for the
 measurement window and writes its collapsed stacks (py-spy's "raw" format, one

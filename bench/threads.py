@@ -4,7 +4,7 @@ assignment thread.
 A sampling profile that follows the GIL (bench/profile.py) sees only Python
 frames. SQLite's own work and the system calls under it run with the GIL
 released, so a thread that spends its time there is mostly invisible to it:
-issue 19's fleet put the results thread at about 45% of the server's CPU
+the 10,000-worker fleet put the results thread at about 45% of the server's CPU
 while its GIL-holding samples were under a fifth. The kernel's count per
 thread (`/proc/<pid>/task/<tid>/stat`) has no such blind spot.
 

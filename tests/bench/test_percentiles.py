@@ -6,7 +6,7 @@ from bench.fleetsim import supported
 
 def test_a_tail_percentile_needs_ten_samples_above_it() -> None:
     assert supported(20, 50)
-    assert not supported(21, 99.9)  # the 21 request_task samples of issue 21
+    assert not supported(21, 99.9)  # 21 request_task samples, as one short run had
     assert not supported(999, 99)
     assert supported(1000, 99)
     assert supported(10_000, 99.9)

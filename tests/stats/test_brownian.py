@@ -41,7 +41,7 @@ def test_rejects_bad_barriers() -> None:
 
 
 def _two_sums(walk: TwoBarrier, mu: float) -> float:
-    """The series as two sums (hit A by T, alive below y at T), the form before issue 19."""
+    """The series as two sums (hit A by T, alive below y at T): the plain form."""
     s2, a, width = walk.sigma**2, walk.a, walk.b - walk.a
     gamma, y_rel = mu / s2, min(max(walk.y, a), walk.b) - a
     front = math.exp(gamma * a - mu * mu / (2 * s2) * walk.t)

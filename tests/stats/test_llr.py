@@ -105,7 +105,7 @@ def test_bounds_validate() -> None:
     assert upper == math.log(0.9 / 0.01)
 
 
-# Property tests for the fast paths (issue 19): an oracle written plainly here, with
+# Property tests for the fast paths: an oracle written plainly here, with
 # scipy's brentq to 1e-15, must agree with the Halley solver and its shortcuts.
 
 SOLVER_SETTINGS = settings(max_examples=300, deadline=None)
@@ -208,7 +208,7 @@ def test_llr_normalized_matches_plain_oracle(
     assert _agrees(llr_normalized(*bounds, results), _oracle_llr_normalized(*bounds, results))
 
 
-# The pentanomial paths unrolled for speed (issue 19) must give the very floats of
+# The pentanomial paths unrolled for speed must give the very floats of
 # the general loops they replace, not merely close ones: the reference rows rest on
 # the same operations in the same order.
 

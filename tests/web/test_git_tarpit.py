@@ -1,4 +1,4 @@
-"""Seed 004's lesson for git (issue 14): 200 submissions whose repository host
+"""Seed 004's lesson for git: 200 submissions whose repository host
 accepts connections and never answers, on a real `arbiter serve`, while pages,
 logins and worker calls keep answering, long before git's timeout.
 

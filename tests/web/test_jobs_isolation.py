@@ -1,5 +1,5 @@
 """Background jobs and the web app: they never take the request threadpool
-(issue 4: "A login on the UI still answers while every job is busy"), run on
+(a login on the UI still answers while every job is busy), run on
 the primary only, and stop during shutdown after the drain, before storage closes."""
 
 import threading

@@ -117,7 +117,7 @@ def test_streamed_oversized_body_is_refused(client: TestClient, path: str) -> No
     assert reply.status_code == 413
 
 
-# --- each middleware on its own, driven with raw ASGI messages (issue 21) ---
+# --- each middleware on its own, driven with raw ASGI messages ---
 # The replies above go through the whole app; these pin down the messages each
 # middleware sends, which a test client would hide (a HEAD's body parts, a
 # second response start).

@@ -1,5 +1,5 @@
 """Settings on their own: every default, every ARBITER_* spelling, every refusal
-word for word (operators read these messages; issue 21's mutation testing)."""
+word for word (operators read these messages, and mutation testing checks them)."""
 
 import ipaddress
 import re

@@ -271,7 +271,7 @@ def test_unchanged_measurements_keep_the_tasks_worker_info_object(
 ) -> None:
     """The same speed and CPU features: the task keeps its very worker_info, so
     the update does not rewrite that column (storage sends only the fields that
-    are not the stored row's objects; issue 19)."""
+    are not the stored row's objects)."""
     run_id, task_id = started
     state = runs.context.registry.get(run_id)
     assert state is not None
@@ -283,7 +283,7 @@ def test_unchanged_measurements_keep_the_tasks_worker_info_object(
     assert state.tasks[task_id].worker_info is before
 
 
-# --- what each call writes to the audit log (issue 21: mutation testing) ---
+# --- what each call writes to the audit log (pinned for mutation testing) ---
 
 WORKER_NAME = "alice-4cores-abcd-1234"  # the long name of worker() (4 cores, key abcd-1234-...)
 
