@@ -3,6 +3,7 @@ a lost lease is noticed, and it can be taken again once it is free."""
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -22,6 +23,18 @@ from tests.storage.test_unavailable import closed_port
 
 def libpq(url: str) -> str:
     return make_url(normalize_url(url)).set(drivername="postgresql").render_as_string(False)
+
+
+def end_lease_sessions(admin: psycopg.Connection[Any]) -> None:
+    """Terminate the sessions that hold this database's primary lease, as a
+    database restart would. Only this database's: the other test process's
+    primaries hold the same key on databases of their own in the cluster."""
+    admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
+        " AND objid::bigint = %s AND pid <> pg_backend_pid()"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        (ADVISORY_LOCK_KEY,),
+    )
 
 
 @pytest.fixture
@@ -88,12 +101,7 @@ def test_a_killed_postgresql_session_is_a_lost_lease(postgres_database_url: str)
     lease.acquire()
     try:
         with psycopg.connect(libpq(postgres_database_url), autocommit=True) as admin:
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_locks"
-                " WHERE locktype = 'advisory' AND objid::bigint = %s"
-                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-                (ADVISORY_LOCK_KEY,),
-            )
+            end_lease_sessions(admin)
             admin.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
             assert not lease.check()
             assert not lease.try_acquire()  # someone else holds it now

@@ -16,12 +16,12 @@ from arbiter.protocol import WORKER_PATHS
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.storage.errors import LeaseHeld
-from arbiter.storage.lease import ADVISORY_LOCK_KEY, LockFileLease, PrimaryLease, primary_lease
+from arbiter.storage.lease import LockFileLease, PrimaryLease, primary_lease
 from arbiter.web.app import create_app
 from arbiter.web.lease import MARKER_KEY, LeaseKeeper, paused_without_lease
 from arbiter.web.middleware import SECONDARY_WORKER_PATHS
 from arbiter.web.state import AppState
-from tests.storage.test_lease import libpq
+from tests.storage.test_lease import end_lease_sessions, libpq
 from tests.web.api_support import api_settings
 
 HOUR = 3600.0  # the keeper's own thread stays asleep: the tests check by hand
@@ -51,14 +51,7 @@ def steal(lease: PrimaryLease, database_url: str) -> PrimaryLease:
         lease.path.unlink()
     else:
         with psycopg.connect(libpq(database_url), autocommit=True) as admin:
-            # This database's lease only: the other test process's primaries
-            # hold the same key on databases of their own in the same cluster.
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
-                " AND objid::bigint = %s AND pid <> pg_backend_pid()"
-                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-                (ADVISORY_LOCK_KEY,),
-            )
+            end_lease_sessions(admin)
     thief = primary_lease(database_url)
     deadline = time.monotonic() + 10
     while True:  # a terminated backend lets go of its lock a moment later

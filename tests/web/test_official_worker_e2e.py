@@ -42,7 +42,7 @@ from arbiter.protocol.books import SHIPPED_BOOK
 from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.storage.lease import ADVISORY_LOCK_KEY
 from arbiter.storage.schema import runs
-from tests.storage.test_lease import libpq
+from tests.storage.test_lease import end_lease_sessions, libpq
 from tests.web.live_server import (
     CHEAP_HASHING,
     PASSWORD,
@@ -55,6 +55,7 @@ from tests.web.live_server import (
 from tests.web.official_worker import OfficialLikeWorker, official_text_hash
 
 BOOK = "e2e_catalogue.epd"
+GAMES = 640  # the runs a fleet meets an outage in
 GITHUB_REPO = "https://github.com/alice/Stockfish"
 SHIPPED = Path(__file__).parents[2] / "src" / "arbiter" / "data" / "books" / SHIPPED_BOOK
 
@@ -253,28 +254,46 @@ def test_a_restart_mid_run_ends_no_worker_and_loses_no_acknowledged_game(
     database_url: str,
 ) -> None:
     first, tokens = server
-    run_id = submit(first, tokens, repo_url, book=BOOK, num_games=640, tc="10+0.1")
+    run_id = submit(first, tokens, repo_url, book=BOOK, num_games=GAMES, tc="10+0.1")
     data_dir = tmp_path / "server"
     live = restart_on_github(first, data_dir, database_url, [run_id])
-    worker = official_worker(live, books_repository, tmp_path)
-    worker.batch_pause = 0.02  # a few seconds of games, so the restart lands mid-run
-    worker.retry_wait = 2.0  # the official 15 s, scaled: 5 update tries outlast a restart
-    fleet = threading.Thread(target=worker.run_fleet, daemon=True)
-    fleet.start()
     try:
-        wait_for(lambda: sum(log.acknowledged for log in worker.tasks) >= 40, "games")
+        worker, fleet = fleet_mid_run(live, books_repository, tmp_path)
         stop(live)  # SIGTERM, as a deploy restarts it
         live = start_server(data_dir, database_url, port=live.port)
-        fleet.join(timeout=120)
-        assert not fleet.is_alive()
-        assert worker.final == []  # no reply the official worker takes as final
+        assert_every_acknowledged_game_counted(live, worker, fleet, run_id)
         assert worker.network_problems > 0  # it met the restart, and waited
-        run = get_run(live, run_id)
-        assert run["finished"]
-        counted = sum(run["results"][key] for key in ("wins", "losses", "draws"))
-        assert counted == sum(log.acknowledged for log in worker.tasks) == 640
     finally:
         stop(live)
+
+
+def fleet_mid_run(
+    live: Server, books_repository: tuple[str, Path], tmp_path: Path
+) -> tuple[OfficialLikeWorker, threading.Thread]:
+    """alice's official-like fleet playing the run, once 40 of its games are
+    acknowledged: a few seconds of games, so what the test does next lands
+    mid-run."""
+    worker = official_worker(live, books_repository, tmp_path)
+    worker.batch_pause = 0.02
+    worker.retry_wait = 2.0  # the official 15 s, scaled: 5 update tries outlast an outage
+    fleet = threading.Thread(target=worker.run_fleet, daemon=True)
+    fleet.start()
+    wait_for(lambda: sum(log.acknowledged for log in worker.tasks) >= 40, "games")
+    return worker, fleet
+
+
+def assert_every_acknowledged_game_counted(
+    live: Server, worker: OfficialLikeWorker, fleet: threading.Thread, run_id: str
+) -> None:
+    """The fleet ran the run to its end, met no reply it takes as final, and the
+    run counts exactly the games the server acknowledged."""
+    fleet.join(timeout=120)
+    assert not fleet.is_alive()
+    assert worker.final == []
+    run = get_run(live, run_id)
+    assert run["finished"]
+    counted = sum(run["results"][key] for key in ("wins", "losses", "draws"))
+    assert counted == sum(log.acknowledged for log in worker.tasks) == GAMES
 
 
 @contextmanager
@@ -290,12 +309,7 @@ def lease_held_elsewhere(data_dir: Path, database_url: str) -> Iterator[None]:
             yield
         return
     with psycopg.connect(libpq(database_url), autocommit=True) as rival:
-        rival.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
-            " AND objid::bigint = %s AND pid <> pg_backend_pid()"
-            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            (ADVISORY_LOCK_KEY,),
-        )
+        end_lease_sessions(rival)
         rival.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))  # waits for the end
         yield
         rival.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
@@ -312,26 +326,15 @@ def test_a_temporary_refusal_ends_no_official_worker(
     JSON string: the official worker takes them as network problems and waits,
     so a fleet that meets them mid-run plays on once the primary serves again."""
     first, tokens = server
-    run_id = submit(first, tokens, repo_url, book=BOOK, num_games=640, tc="10+0.1")
+    run_id = submit(first, tokens, repo_url, book=BOOK, num_games=GAMES, tc="10+0.1")
     data_dir = tmp_path / "server"
     checks = {"ARBITER_LEASE_CHECK_SECONDS": "1"}
     live = restart_on_github(first, data_dir, database_url, [run_id], checks)
-    worker = official_worker(live, books_repository, tmp_path)
-    worker.batch_pause = 0.02
-    worker.retry_wait = 2.0  # the official 15 s, scaled: 5 update tries outlast the refusals
-    fleet = threading.Thread(target=worker.run_fleet, daemon=True)
-    fleet.start()
     try:
-        wait_for(lambda: sum(log.acknowledged for log in worker.tasks) >= 40, "games")
+        worker, fleet = fleet_mid_run(live, books_repository, tmp_path)
         with lease_held_elsewhere(data_dir, database_url):
             wait_for(lambda: worker.temporary_refusals >= 2, "temporary refusals")
-        fleet.join(timeout=120)
-        assert not fleet.is_alive()
-        assert worker.final == []  # no reply the official worker takes as final
-        run = get_run(live, run_id)
-        assert run["finished"]
-        counted = sum(run["results"][key] for key in ("wins", "losses", "draws"))
-        assert counted == sum(log.acknowledged for log in worker.tasks) == 640
+        assert_every_acknowledged_game_counted(live, worker, fleet, run_id)
     finally:
         stop(live)
 
