@@ -23,10 +23,15 @@ def short_worker_name(username: str, concurrency: int, unique_key: str) -> str:
 def long_worker_name(username: str, concurrency: int, unique_key: str, modified: bool) -> str:
     """`<username>-<concurrency>cores-<uuid group 1>-<uuid group 2>`, plus `*`
     when the worker's files differ from the published ones."""
+    short = short_worker_name(username, concurrency, unique_key)
+    return long_from_short(short, unique_key, modified)
+
+
+def long_from_short(short_name: str, unique_key: str, modified: bool) -> str:
+    """The long name from the short one: the key's second group, `*` when modified."""
     groups = _groups(unique_key)
     second = f"-{groups[1]}" if len(groups) > 1 else ""
-    star = "*" if modified else ""
-    return f"{username}-{concurrency}cores-{groups[0]}{second}{star}"
+    return f"{short_name}{second}{'*' if modified else ''}"
 
 
 def worker_names(info: WorkerInfo) -> tuple[str, str]:

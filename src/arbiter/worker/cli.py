@@ -151,7 +151,7 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
     state.activity("checking the credentials")
     try:
         if not _credentials_ok(client):
-            state.note("the worker stopped: the server refused the credentials")
+            state.stopped("the server refused the credentials")
             state.activity("stopped (exit status 1)")
             return 1
         compiled = f"{compiler.name} {'.'.join(map(str, compiler.version))}" if compiler else "none"
@@ -261,17 +261,10 @@ def install_service_command(args: argparse.Namespace) -> int:
 
 def sample_engine_command(args: argparse.Namespace) -> int:
     """`arbiter sample-engine DIR`: the demo's engine repository, for a first test."""
-    from arbiter.worker.sample_engine import (
-        BASE_NODES,
-        find_stockfish,
-        make_sample_repo,
-        missing_tools,
-    )
+    from arbiter.worker.sample_engine import BASE_NODES, make_sample_repo, usable_stockfish
 
-    missing, real = missing_tools(), find_stockfish()
-    if missing or real is None:
-        needs = " ".join(missing)
-        print(f"arbiter sample-engine needs {needs}: apt-get install {needs}", file=sys.stderr)
+    real = usable_stockfish("sample-engine")
+    if real is None:
         return 1
     path = Path(args.dir).absolute()
     if path.exists() and (not path.is_dir() or any(path.iterdir())):

@@ -28,12 +28,7 @@ import httpx2 as httpx
 from arbiter.protocol.books import SHIPPED_BOOK
 from arbiter.worker.arguments import TOKEN_VARIABLE
 from arbiter.worker.gitsource import ALLOW_VARIABLE
-from arbiter.worker.sample_engine import (
-    BASE_NODES,
-    find_stockfish,
-    make_sample_repo,
-    missing_tools,
-)
+from arbiter.worker.sample_engine import BASE_NODES, make_sample_repo, usable_stockfish
 
 ARBITER = (sys.executable, "-m", "arbiter")
 START_SECONDS = 60.0
@@ -51,11 +46,8 @@ LOCAL_REPOSITORY = {"ARBITER_GIT_ALLOW": "file"}
 
 
 def run_demo(*, port: int | None, directory: str | None, exit_when_done: bool) -> int:
-    real = find_stockfish()
-    missing = missing_tools()
-    if real is None or missing:
-        needs = " ".join(missing)
-        print(f"arbiter demo needs {needs}: apt-get install {needs}", file=sys.stderr)
+    real = usable_stockfish("demo")
+    if real is None:
         return 1
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="arbiter-demo-"))
     root = root.absolute()

@@ -119,10 +119,8 @@ def run_loop(ctx: TaskContext, *, fleet: bool, backoff: Backoff = Backoff()) -> 
 
 
 def _stopped_because(ctx: TaskContext, reason: str) -> None:
-    """Say in status.json why the worker is about to exit: `arbiter worker status`
-    shows it as a note, where the exit status alone would not tell the owner."""
     if ctx.state is not None:
-        ctx.state.note(f"the worker stopped: {reason}")
+        ctx.state.stopped(reason)
 
 
 def _stop_file(ctx: TaskContext) -> bool:

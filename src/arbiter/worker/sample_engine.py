@@ -11,6 +11,7 @@ decides within a few dozen games.
 
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,10 +61,17 @@ class SampleRepo:
     new_branch: str = "stronger"
 
 
-def missing_tools() -> list[str]:
-    """What the sample engine needs and this machine lacks (Debian package names)."""
+def usable_stockfish(command: str) -> str | None:
+    """The Stockfish the sample engine wraps, or None once `command`'s refusal
+    has named what to install (git and make are needed too)."""
+    real = find_stockfish()
     missing = [tool for tool in ("git", "make") if shutil.which(tool) is None]
-    return [*missing, *([] if find_stockfish() else ["stockfish"])]
+    missing += [] if real else ["stockfish"]
+    if real is None or missing:
+        needs = " ".join(missing)
+        print(f"arbiter {command} needs {needs}: apt-get install {needs}", file=sys.stderr)
+        return None
+    return real
 
 
 def find_stockfish() -> str | None:

@@ -70,6 +70,11 @@ class StateFile:
             self._note = text
             self._write()
 
+    def stopped(self, reason: str) -> None:
+        """The worker is about to exit for good: the note says why (the exit
+        status alone would not tell the owner)."""
+        self.note(f"the worker stopped: {reason}")
+
     def progress(self, task: TaskProgress) -> None:
         with self._lock:
             self._activity = f"playing task {task.task_id} of run {task.run_id}"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from arbiter.protocol.workers import long_worker_name
+from arbiter.protocol.workers import long_from_short, long_worker_name
 from arbiter.storage import Tx
 from arbiter.storage.base import TaskLight, TaskOrder
 from arbiter.storage.records import TaskRecord
@@ -58,10 +58,8 @@ T = TypeVar("T", TaskRecord, TaskLight)
 
 def worker_long_name(task: Row) -> str:
     """The name the table shows: `user-Ncores-key1-key2`, `*` when modified."""
-    if isinstance(task, TaskLight):  # its short name, and the rest from its key
-        groups = task.unique_key.split("-")
-        second = f"-{groups[1]}" if len(groups) > 1 else ""
-        return f"{task.worker_name}{second}{'*' if task.modified else ''}"
+    if isinstance(task, TaskLight):  # no worker_info: its stored short name
+        return long_from_short(task.worker_name, task.unique_key, task.modified)
     info = task.worker_info
     concurrency, modified = int(info.get("concurrency", 0)), bool(info.get("modified"))
     return long_worker_name(task.username, concurrency, task.unique_key, modified)
