@@ -19,7 +19,7 @@ import httpx2 as httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.web.live_server import CHEAP_HASHING, free_port
+from tests.web.live_server import CHEAP_HASHING, Server, free_port, wait_until_serving
 from tests.worker.support import needs_stockfish
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -86,19 +86,6 @@ def end(process: subprocess.Popen[str]) -> None:
             process.wait()
 
 
-def wait_until_serving(url: str, server: subprocess.Popen[str], log: Path) -> None:
-    deadline = time.monotonic() + 300  # the first start may install into .venv
-    while time.monotonic() < deadline:
-        assert server.poll() is None, log.read_text()
-        try:
-            if httpx.get(f"{url}/api/active_runs", timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)  # not serving yet
-    raise AssertionError(f"the server did not start:\n{log.read_text()}")
-
-
 def submit_as_printed(page: Page, url: str, password: str, printed: str) -> str:
     """Log in, fill "New test" with what `arbiter sample-engine` printed, submit and
     approve; the run's id."""
@@ -145,7 +132,8 @@ def test_a_newcomer_finishes_a_first_test_offline(browser: Browser, tmp_path: Pa
     server = background(serve.strip(), directory, env, tmp_path / "server.log")
     worker: subprocess.Popen[str] | None = None
     try:
-        wait_until_serving(url, server, tmp_path / "server.log")
+        # The first start may install into .venv: a longer guard than a test server's.
+        wait_until_serving(Server(server, url, tmp_path / "server.log"), timeout=300)
         printed = shell(setup, directory, env)
         password = re.search(r"echo '([^']+)'", setup)
         assert password is not None

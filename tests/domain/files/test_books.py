@@ -1,6 +1,5 @@
 import base64
 import hashlib
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +15,7 @@ from arbiter.domain.run_args import DEFAULT_BOOK
 from arbiter.storage import Storage
 from tests.domain.files.support import stage, staged_files, stored_bytes
 from tests.domain.support import Clock
+from tests.web.live_server import free_port
 
 EPD = (
     b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -\n"
@@ -173,12 +173,9 @@ def test_the_default_book_is_the_references_once_workers_can_fetch_it(
 def test_offline_the_shipped_book_is_the_default(
     storage: Storage, tmp_path: Path, books_repository: BooksRepository, where: str
 ) -> None:
-    with socket.socket() as closed:  # a port nobody listens on
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
     url = {
         "missing": f"{books_repository.url}/elsewhere",  # answers, but 404
-        "closed": f"http://127.0.0.1:{port}",
+        "closed": f"http://127.0.0.1:{free_port()}",  # nobody listens there
     }[where]
     library = checked_library(storage, tmp_path, books_repository.url)
     assert library.check_catalogue_fetchable()
