@@ -45,7 +45,7 @@ import httpx2 as httpx
 
 from arbiter.admin import open_storage
 from arbiter.domain.run_args import parse_run_args
-from arbiter.domain.runs import contribution_totals
+from arbiter.domain.runs import chi2_summaries, contribution_totals
 from arbiter.domain.runs.documents import build_args, new_run_record
 from arbiter.storage import Storage, Tx, schema
 from arbiter.storage.records import RunRecord, evolve
@@ -186,8 +186,12 @@ def tasks_of(
             totals[index] += value
         for index in range(5):
             penta_sum[index] += penta[index]
+    args = run.args
+    if not run.finished:  # still short of its games, or start-up would finish it
+        args = {**args, "num_games": max(int(args["num_games"]), 2 * totals[3])}
     run = evolve(
         run,
+        args=args,
         wins=totals[0],
         losses=totals[1],
         draws=totals[2],
@@ -260,6 +264,7 @@ def build(storage: Storage, size: Size, seed: int = 7) -> dict[str, str]:
             ids.update((wanted[run.id[8:]], run.id) for run in runs if run.id[8:] in wanted)
     add_actions(storage, random.Random(seed), size)
     contribution_totals.rebuild(storage)
+    chi2_summaries.score_large_runs(storage)
     return ids
 
 

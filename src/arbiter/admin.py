@@ -12,7 +12,7 @@ from arbiter.domain.errors import DomainError, ValidationError
 from arbiter.domain.files import worker_package
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.data_dir_import import import_data_dir_files
-from arbiter.domain.runs import contribution_totals
+from arbiter.domain.runs import chi2_summaries, contribution_totals
 from arbiter.storage import Storage
 from arbiter.storage.backup import BackupError, backup, restore
 from arbiter.storage.engine import describe_url, make_engine, probe
@@ -121,6 +121,8 @@ def db_upgrade(settings: Settings) -> int:
         if not contribution_totals.built(storage):
             print("building the contributor totals from every task (once)")
             contribution_totals.rebuild(storage)
+        if scored := chi2_summaries.score_large_runs(storage):
+            print(f"kept the workers' χ² of {scored} large finished run(s)")
         files = file_store(storage, settings)
         report = import_data_dir_files(storage, settings.data_dir, files)
     finally:

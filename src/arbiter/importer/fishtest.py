@@ -19,7 +19,7 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from sqlalchemy.exc import DBAPIError, StatementError
 
-from arbiter.domain.runs import contribution_totals
+from arbiter.domain.runs import chi2_summaries, contribution_totals
 from arbiter.importer.collections import IGNORED, Document, Kind, Prepared, kinds
 from arbiter.importer.dump import BadDocument, CollectionFile, DocumentStream, fingerprint
 from arbiter.importer.progress import Progress
@@ -85,6 +85,7 @@ class FishtestImport:
         if any(c.name == "runs" and c.complete for c in report.collections):
             # Derived from the runs and tasks, exactly as live operation keeps them.
             contribution_totals.rebuild(self._storage)
+            chi2_summaries.score_large_runs(self._storage)
         return report
 
     def _check_target(self) -> bool:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from arbiter.stats._math import chi2_sf, normal_isf
+from arbiter.stats._math import chi2_sf, normal_isf, normal_ppf
 
 CRASH_RESIDUAL = 10.0
 MIN_EXPECTED = 5.0
@@ -31,13 +31,16 @@ def worker_row(wins: int, losses: int, draws: int, pentanomial: Sequence[int] | 
 def aggregate_rows(tasks: Iterable[tuple[str, Row]]) -> dict[str, list[float]]:
     """Sum task rows per worker key, skipping empty ones."""
     rows: dict[str, list[float]] = {}
-    for key, row in tasks:
-        if row[0] == row[1] == row[2] == 0:
+    for key, (first, second, third) in tasks:
+        if first == second == third == 0:
             continue
-        acc = rows.setdefault(key, [0.0, 0.0, 0.0])
-        acc[0] += row[0]
-        acc[1] += row[1]
-        acc[2] += row[2]
+        acc = rows.get(key)
+        if acc is None:
+            rows[key] = [first, second, third]
+        else:
+            acc[0] += first
+            acc[1] += second
+            acc[2] += third
     return rows
 
 
@@ -52,23 +55,26 @@ class Chi2Result:
     excluded: frozenset[str] = frozenset()
 
 
-def _expected(rows: Mapping[str, Sequence[float]], cols: Sequence[int]) -> dict[str, list[float]]:
-    col_sums = [sum(r[j] for r in rows.values()) for j in cols]
-    grand = sum(col_sums)
-    return {k: [sum(r) * c / grand for c in col_sums] for k, r in rows.items()}
+def _trim(
+    rows: dict[str, Sequence[float]], totals: Mapping[str, float]
+) -> tuple[dict[str, Sequence[float]], list[int]]:
+    """Drop workers with an expected cell ≤ 5, repeatedly, since removals change the rest.
 
-
-def _trim(rows: dict[str, list[float]]) -> tuple[dict[str, list[float]], list[int]]:
-    """Drop workers with an expected cell ≤ 5, repeatedly, since removals change the rest."""
+    A row's smallest expected cell is its total times the smallest column total
+    over the grand total, so one bound per pass decides every row (a run can
+    have thousands of workers; this runs on their first view).
+    """
     while rows:
-        cols = [j for j in range(3) if any(r[j] > 0 for r in rows.values())]
+        sums = [sum(r[j] for r in rows.values()) for j in range(3)]
+        cols = [j for j in range(3) if sums[j] > 0]
         if len(cols) < 2:
             return rows, cols
-        expected = _expected(rows, cols)
-        small = {k for k, e in expected.items() if min(e) <= MIN_EXPECTED}
-        if not small:
+        grand = sum(sums[j] for j in cols)
+        smallest = min(sums[j] for j in cols)
+        kept = {k: r for k, r in rows.items() if totals[k] * smallest / grand > MIN_EXPECTED}
+        if len(kept) == len(rows):
             return rows, cols
-        rows = {k: r for k, r in rows.items() if k not in small}
+        rows = kept
     return rows, []
 
 
@@ -76,25 +82,31 @@ def chi2_residuals(rows: Mapping[str, Sequence[float]], exclude: Iterable[str] =
     """χ² test of homogeneity across workers and per-worker residuals.
 
     Residual z = Φ⁻¹(1 − Q) where Q is the χ²(cols−1) survival of the worker's
-    row χ² divided by (1 − row total/grand total), floored at 0.
+    row χ² divided by (1 − row total/grand total), floored at 0. Counts are
+    never negative.
     """
     skip = set(exclude)
-    table = {k: [float(x) for x in r] for k, r in rows.items() if k not in skip}
-    kept, cols = _trim(table)
+    table = {k: r for k, r in rows.items() if k not in skip}
+    totals = {k: r[0] + r[1] + r[2] for k, r in table.items()}
+    kept, cols = _trim(table, totals)
     excluded = frozenset(table) - frozenset(kept)
     if len(kept) < 2 or len(cols) < 2:
         return Chi2Result(excluded=excluded)
     dof = (len(kept) - 1) * (len(cols) - 1)
-    expected = _expected(kept, cols)
-    grand = sum(sum(r[j] for j in cols) for r in kept.values())
+    col_sums = [sum(r[j] for r in kept.values()) for j in cols]
+    grand = sum(col_sums)
+    shares = [(j, c / grand) for j, c in zip(cols, col_sums, strict=True)]
+    row_dof = len(cols) - 1
     total, residual = 0.0, {}
     for key, row in kept.items():
-        exp = expected[key]
-        row_chi2 = sum((row[j] - e) ** 2 / e for j, e in zip(cols, exp, strict=True))
+        row_total = totals[key]
+        row_chi2 = 0.0
+        for j, share in shares:
+            expected = row_total * share
+            row_chi2 += (row[j] - expected) ** 2 / expected
         total += row_chi2
-        adjusted = row_chi2 / (1.0 - sum(row[j] for j in cols) / grand)
-        tail = chi2_sf(adjusted, len(cols) - 1)
-        residual[key] = max(normal_isf(tail), 0.0) if tail > 0.0 else math.inf
+        tail = chi2_sf(row_chi2 / (1.0 - row_total / grand), row_dof)
+        residual[key] = max(-normal_ppf(tail), 0.0) if tail > 0.0 else math.inf
     return Chi2Result(total, dof, chi2_sf(total, dof), residual, excluded)
 
 

@@ -7,7 +7,7 @@ at all.
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from arbiter.storage.action_search import ActionSearch
 from arbiter.storage.records import (
@@ -294,6 +294,13 @@ class TaskLight:
     time_losses: int
 
 
+class TaskWorker(NamedTuple):
+    """A task's machine (its short name): all the residual order needs."""
+
+    task_id: int
+    worker_name: str
+
+
 class TaskStore(Protocol):
     def add(self, task: TaskRecord) -> None: ...
     def add_many(self, tasks: list[TaskRecord]) -> None:
@@ -353,8 +360,35 @@ class TaskStore(Protocol):
         """The run's purged tasks, by task id."""
         ...
 
+    def workers_of_run(self, run_id: str) -> list[TaskWorker]:
+        """Every good task's machine, by task id."""
+        ...
+
     def worker_totals(self, run_id: str) -> WorkerTotals:
         """The χ² table of the run's good tasks, summed per worker in the database."""
+        ...
+
+    def runs_with_tasks(self, at_least: int) -> list[str]:
+        """The runs that have at least `at_least` tasks (a scan of every task)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChi2:
+    """A run's χ² summary as a JSON document, and the stamp of the results it
+    was computed from."""
+
+    stamp: str
+    summary: dict[str, Any]
+
+
+class Chi2SummaryStore(Protocol):
+    """Finished runs' workers' χ² summaries, one per run."""
+
+    def get(self, run_id: str) -> StoredChi2 | None: ...
+
+    def put(self, run_id: str, stored: StoredChi2) -> None:
+        """Keep `stored` for the run, replacing what was kept."""
         ...
 
 

@@ -176,6 +176,17 @@ tasks = Table(
     Index(None, "worker_name", "active"),
 )
 
+# A finished run's χ² of its workers (domain/runs/chi2_summaries.py), kept so
+# the first view of a run of thousands of machines reads it instead of summing
+# every task; `stamp` names the results it was computed from.
+run_chi2 = Table(
+    "run_chi2",
+    metadata,
+    Column("run_id", String(24), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("stamp", String(200), nullable=False),
+    Column("summary", Document, nullable=False),
+)
+
 # Who gave the fleet its games (the contributors page, a worker's right to stop
 # a run), kept as runs change (domain/runs/contribution_totals.py): per user,
 # the games and CPU time of their workers in finished runs and the runs they

@@ -21,6 +21,7 @@ from arbiter.storage import durability
 from arbiter.storage.base import (
     ActionStore,
     BookStore,
+    Chi2SummaryStore,
     ContributionStore,
     FileChunkStore,
     KVStore,
@@ -36,6 +37,7 @@ from arbiter.storage.base import (
 from arbiter.storage.engine import held_connection, read_transaction, write_transaction
 from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.sql_actions import SqlActionStore
+from arbiter.storage.sql_chi2 import SqlChi2SummaryStore
 from arbiter.storage.sql_contributions import SqlContributionStore
 from arbiter.storage.sql_files import SqlBookStore, SqlFileChunkStore, SqlNetStore, SqlPgnStore
 from arbiter.storage.sql_import import SqlImportStore
@@ -85,6 +87,10 @@ class Tx:
     @cached_property
     def contributions(self) -> ContributionStore:
         return SqlContributionStore(self.connection)
+
+    @cached_property
+    def chi2(self) -> Chi2SummaryStore:
+        return SqlChi2SummaryStore(self.connection)
 
     @cached_property
     def worker_blocks(self) -> WorkerBlockStore:

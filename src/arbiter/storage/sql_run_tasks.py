@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, false, func, select
 
-from arbiter.storage.base import TaskLight, TaskOrder, WorkerTotals
+from arbiter.storage.base import TaskLight, TaskOrder, TaskWorker, WorkerTotals
 from arbiter.storage.schema import tasks
 
 
@@ -119,6 +119,11 @@ def light(connection: Connection, run_id: str, *, modified: bool) -> list[TaskLi
     ]  # fmt: skip
 
 
+def workers(connection: Connection, run_id: str) -> list[TaskWorker]:
+    query = select(tasks.c.task_id, tasks.c.worker_name).where(_good(run_id))
+    return [TaskWorker(*row) for row in connection.execute(query.order_by(tasks.c.task_id))]
+
+
 def worker_totals(connection: Connection, run_id: str) -> WorkerTotals:
     """Per worker (short name), the good tasks' game pairs as the χ² reads them:
     [WW+WD, LL+LD, DD+WL]; workers with none left out."""
@@ -130,3 +135,8 @@ def worker_totals(connection: Connection, run_id: str) -> WorkerTotals:
         if any(row):
             totals[worker] = row
     return totals
+
+
+def runs_with_tasks(connection: Connection, at_least: int) -> list[str]:
+    query = select(tasks.c.run_id).group_by(tasks.c.run_id).having(func.count() >= at_least)
+    return list(connection.scalars(query))

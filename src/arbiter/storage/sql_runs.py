@@ -27,6 +27,7 @@ from arbiter.storage.base import (
     TaskContribution,
     TaskLight,
     TaskOrder,
+    TaskWorker,
     WorkerTotals,
 )
 from arbiter.storage.prepared import execute_many
@@ -290,5 +291,11 @@ class SqlTaskStore:
     def bad_of_run(self, run_id: str) -> list[TaskRecord]:
         return [_task(row) for row in sql_run_tasks.bad(self._connection, run_id)]
 
+    def workers_of_run(self, run_id: str) -> list[TaskWorker]:
+        return sql_run_tasks.workers(self._connection, run_id)
+
     def worker_totals(self, run_id: str) -> WorkerTotals:
         return sql_run_tasks.worker_totals(self._connection, run_id)
+
+    def runs_with_tasks(self, at_least: int) -> list[str]:
+        return sql_run_tasks.runs_with_tasks(self._connection, at_least)

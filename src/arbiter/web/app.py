@@ -62,6 +62,7 @@ from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
 from arbiter.web.sessions import EndedSessionRedirectMiddleware, SessionMiddleware
 from arbiter.web.settings import Settings, SettingsError
 from arbiter.web.state import AppState
+from arbiter.web.templating import compile_templates
 from arbiter.web.worker_calls import WorkerCalls, WorkerGuards, is_worker_call, worker_routes
 
 log = logging.getLogger("arbiter")
@@ -159,8 +160,10 @@ def create_app(
             holder["state"].lease_held = lambda: keeper.serving
             await run_in_threadpool(keeper.start, holder["state"].storage)
         holder["state"].jobs = await run_in_threadpool(start_jobs, holder["state"], job_table)
+        compiling: asyncio.Future[None] | None = None
         if tune_runtime:
             _tune_runtime_for_serving()
+            compiling = asyncio.ensure_future(run_in_threadpool(compile_templates))
         lag.start()
         log.info(
             "arbiter %s ready (database %s; threadpool of %d threads)",
@@ -172,6 +175,8 @@ def create_app(
             yield
         finally:
             holder["state"].shutting_down = True
+            if compiling is not None:
+                await compiling
             await lag.stop()
             await asyncio.sleep(DRAIN_SECONDS)
             holder["state"].runs.code.work.shutdown()

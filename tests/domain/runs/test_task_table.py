@@ -83,6 +83,7 @@ QUERIES = [
     TaskQuery(worker="*"),  # modified machines
     TaskQuery(worker="nobody"),
     TaskQuery(show_task=97, sort="updated"),
+    TaskQuery(show_task=97, sort="residual", descending=True),
     TaskQuery(show_task=5),  # purged: the first page
     TaskQuery(show_all=True, sort="crashes", descending=True),
     TaskQuery(page=99),
@@ -155,4 +156,6 @@ def test_only_the_page_is_read(storage: Storage, stored: list[TaskRecord]) -> No
         assert len(page.tasks) == TASKS_PER_PAGE
         assert counted.light == 0
         task_table.from_storage(tx, RUN, TaskQuery(sort="residual"), {})
+        assert counted.light == 0  # the residual order reads each task's machine only
+        task_table.from_storage(tx, RUN, TaskQuery(sort="residual", worker="u"), {})
         assert counted.light == 1

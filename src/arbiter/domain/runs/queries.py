@@ -13,7 +13,7 @@ from typing import Any
 
 from arbiter.domain.errors import NotFound
 from arbiter.domain.run_args import parse_time_control
-from arbiter.domain.runs import bad_tasks, code_view, task_table
+from arbiter.domain.runs import bad_tasks, chi2_summaries, code_view, task_table
 from arbiter.domain.runs.code_view import CodeView
 from arbiter.domain.runs.documents import run_view, task_view
 from arbiter.domain.runs.outcome import sprt_elo_of
@@ -88,12 +88,6 @@ def chi2_of(tasks: list[TaskRecord]) -> Chi2Result:
     return chi2_residuals(rows)
 
 
-def _results_stamp(run: RunRecord) -> tuple[object, ...]:
-    """What changes whenever the run's games do: an update moves the last
-    update, a purge the totals."""
-    return (run.last_updated, run.wins, run.losses, run.draws, run.pentanomial)
-
-
 class Chi2Cache:
     """The χ² of the runs viewed last, while each one's results stay as they
     are: a finished run is summed once, not on every view. A live run's moves
@@ -110,10 +104,10 @@ class Chi2Cache:
         self._live_seconds = live_seconds
         self._clock = clock
         self._lock = threading.Lock()
-        self._held: OrderedDict[str, tuple[tuple[object, ...], float, Chi2Result]] = OrderedDict()
+        self._held: OrderedDict[str, tuple[str, float, Chi2Result]] = OrderedDict()
 
     def get(self, run: RunRecord, compute: Callable[[], Chi2Result]) -> Chi2Result:
-        stamp, now = _results_stamp(run), self._clock()
+        stamp, now = chi2_summaries.stamp_of(run), self._clock()
         with self._lock:
             held = self._held.get(run.id)
             if held is not None and (
@@ -188,13 +182,9 @@ class RunQueries:
             chi2 = self._chi2.get(run, lambda: chi2_of(tasks))
             return RunDetail(run, tasks, why_no_workers(run, state), chi2)
         run = self._stored_run(run_id)
-        chi2 = self._chi2.get(run, lambda: self._stored_chi2(run_id))
+        storage = self._context.storage
+        chi2 = self._chi2.get(run, lambda: chi2_summaries.stored_or_computed(storage, run))
         return RunDetail(run, None, why_no_workers(run, None), chi2)
-
-    def _stored_chi2(self, run_id: str) -> Chi2Result:
-        """The χ² from the workers' totals, summed by the database."""
-        with self._context.storage.read() as tx:
-            return chi2_residuals(tx.tasks.worker_totals(run_id))
 
     def task_slice(self, detail: RunDetail, query: TaskQuery) -> TaskSlice:
         """The page of the run's tasks table that `query` asks for."""
