@@ -41,8 +41,8 @@ from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine, normalize_url, sqlite_url
 from arbiter.storage.migrate import upgrade
 from arbiter.storage.schema import actions
-from bench.command import command_line
-from bench.harness import machine, write_section
+from bench.lib.command import command_line
+from bench.lib.harness import machine, write_section
 
 GOAL_MS = 50.0
 YEAR = 365 * 86400

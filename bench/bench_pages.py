@@ -44,7 +44,7 @@ from arbiter.storage import Storage
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
 from arbiter.web.bootstrap import make_accounts
 from arbiter.web.settings import Settings
-from bench.command import command_line
+from bench.lib.command import command_line
 from tests.web.live_server import CHEAP_HASHING, PASSWORD, free_port, wait_until_serving
 from tests.web.live_server import Server as LiveServer
 

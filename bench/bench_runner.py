@@ -46,7 +46,7 @@ from arbiter.worker.match import (
     UciEngine,
     parse_time_control,
 )
-from bench.command import command_line
+from bench.lib.command import command_line
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"

@@ -46,7 +46,7 @@ from arbiter.stats import (
     update_sprt,
     worker_row,
 )
-from bench.command import command_line
+from bench.lib.command import command_line
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- stats:begin -->", "<!-- stats:end -->"

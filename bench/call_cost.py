@@ -7,7 +7,7 @@ its reply, pause 20 ms and send the next, for `--seconds`; the server's CPU
 (from /proc) over the calls it served. Each round measures every server in
 turn, so a change in the host's load falls on all of them:
 
-- the floor: bench/hello_app.py, a raw ASGI app on Arbiter's uvicorn setup;
+- the floor: bench/lib/hello_app.py, a raw ASGI app on Arbiter's uvicorn setup;
 - Arbiter from this checkout;
 - with `--against REV`, Arbiter from REV, checked out into a temporary git
   worktree (its server runs from there; the client is this checkout's).
@@ -29,10 +29,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import harness
-from bench.command import command_line
-from bench.fleetsim import worker_info
-from bench.harness import Rounds
+from bench.lib import harness
+from bench.lib.command import command_line
+from bench.lib.fleetsim import worker_info
+from bench.lib.harness import Rounds
 from tests.web.live_server import Server
 
 PAUSE = 0.02  # s a client waits between a reply and its next call

@@ -46,9 +46,9 @@ from arbiter.storage.durability import WalSync
 from arbiter.storage.engine import make_engine, sqlite_url, wal_sync
 from arbiter.web.bootstrap import prepare_database
 from arbiter.web.settings import TASK_SEMAPHORE_SIZE
-from bench import harness
-from bench.fleetsim import clock, worker_info
-from bench.httpclient import Connection, HttpError, Pool, encode_request
+from bench.lib import harness
+from bench.lib.fleetsim import clock, worker_info
+from bench.lib.httpclient import Connection, HttpError, Pool, encode_request
 from tests.domain.runs.support import approved_run, make_user, worker
 from tests.web.live_server import Server
 

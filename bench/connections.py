@@ -38,10 +38,10 @@ import uvloop
 if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import harness
 from bench.fleet import Options, fleet_config, p99_beside_table, run_phase
-from bench.fleetsim import clock, percentile
-from bench.httpclient import Connection, HttpError, Pool
+from bench.lib import harness
+from bench.lib.fleetsim import clock, percentile
+from bench.lib.httpclient import Connection, HttpError, Pool
 from tests.web.live_server import Server, free_port, wait_until_serving
 
 ROOT = harness.ROOT
@@ -300,7 +300,7 @@ def start_hello(log_dir: Path, *, stock: bool) -> Server:
         "-c",
         harness.SERVER_CPU,
         sys.executable,
-        str(ROOT / "bench" / "hello_app.py"),
+        str(ROOT / "bench" / "lib" / "hello_app.py"),
     ]
     args += ["--port", str(port), *(["--stock-httptools"] if stock else [])]
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}

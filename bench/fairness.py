@@ -32,9 +32,9 @@ import msgspec
 
 from arbiter.domain.runs.admission import fair_share
 from arbiter.web.settings import TASK_SEMAPHORE_SIZE
-from bench import harness
-from bench.fleetsim import clock, percentile, worker_info
-from bench.httpclient import HttpError, Pool
+from bench.lib import harness
+from bench.lib.fleetsim import clock, percentile, worker_info
+from bench.lib.httpclient import HttpError, Pool
 from tests.web.live_server import Server, start_server
 
 _decode = msgspec.json.Decoder().decode

@@ -5,7 +5,7 @@ Run:
   .venv/bin/python bench/faults.py storm --workers 10000 [--write]
   .venv/bin/python bench/faults.py postgres [--workers 300] [--write]
 
-kill: the simulated fleet (bench/fleetsim.py) plays against a primary that is
+kill: the simulated fleet (bench/lib/fleetsim.py) plays against a primary that is
   SIGKILLed at random moments and restarted on the same port; at the end the
   server's run totals must equal the client's ledger of acknowledged results
   exactly (nothing acknowledged lost, nothing counted twice). Each restart's
@@ -33,10 +33,10 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from bench import harness
 from bench.fleet import reconcile
-from bench.fleetsim import Cadence, Chaos, Fleet, FleetConfig, clock, percentile
-from bench.httpclient import Pool
+from bench.lib import harness
+from bench.lib.fleetsim import Cadence, Chaos, Fleet, FleetConfig, clock, percentile
+from bench.lib.httpclient import Pool
 from tests.web.live_server import Server, free_port, stop
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")

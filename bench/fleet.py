@@ -37,9 +37,9 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 import httpx2 as httpx
 import uvloop
 
-from bench import collector, harness, host_noise, profile, threads
-from bench.command import command_line
-from bench.fleetsim import (
+from bench.lib import collector, harness, host_noise, profile, threads
+from bench.lib.command import command_line
+from bench.lib.fleetsim import (
     TAIL_SAMPLES,
     WORKER_CONCURRENCY,
     Cadence,
@@ -50,7 +50,7 @@ from bench.fleetsim import (
     percentile,
     supported,
 )
-from bench.httpclient import Pool
+from bench.lib.httpclient import Pool
 from tests.web.live_server import PASSWORD
 
 ENDPOINTS = ("/api/request_version", "/api/request_task", "/api/update_task", "/api/beat")
@@ -607,7 +607,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--profile",
         type=Path,
-        help="write py-spy's collapsed stacks of the server's window here (bench/profile.py)",
+        help="write py-spy's collapsed stacks of the server's window here (bench/lib/profile.py)",
     )
     args = parser.parse_args(argv)
     if args.runs is None:

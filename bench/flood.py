@@ -48,8 +48,8 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 
 from arbiter.admin import open_storage
 from arbiter.web.settings import Settings
-from bench import harness
-from bench.fleetsim import percentile
+from bench.lib import harness
+from bench.lib.fleetsim import percentile
 from tests.web.live_server import CHEAP_HASHING, PASSWORD, Server
 
 PROBE_GAP = 0.05  # s between two honest requests

@@ -41,8 +41,8 @@ from arbiter.domain.runs.update_batches import _UpdateCall
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.storage import Storage
 from arbiter.web.settings import Settings
-from bench import harness
-from bench.command import command_line
+from bench.lib import harness
+from bench.lib.command import command_line
 from tests.domain.runs.support import approved_run, make_user, pairs, take_task, worker
 
 SPRT = {"elo0": 0, "elo1": 2, "alpha": 1e-6, "beta": 1e-6}

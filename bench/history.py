@@ -52,9 +52,9 @@ from arbiter.storage.records import RunRecord, evolve
 from arbiter.web.bootstrap import password_hasher
 from arbiter.web.settings import Settings
 from bench.bench_pages import logged_in_client, start_server
-from bench.command import command_line
-from bench.fleetsim import worker_info
-from bench.harness import cpu_seconds, machine, write_section
+from bench.lib.command import command_line
+from bench.lib.fleetsim import worker_info
+from bench.lib.harness import cpu_seconds, machine, write_section
 from tests.web.live_server import PASSWORD
 
 YEAR = 365.25 * 86400

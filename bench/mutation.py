@@ -14,8 +14,9 @@ Each run works in a scratch copy of the repository (mutmut writes its mutants
 beside the sources, in mutants/), so the working tree is never touched. The
 report gives, per module: the tests run, mutants, killed, survived, timeouts and
 others, the share killed, the wall time, and each survivor's diff
-(`mutmut show`). --write puts it in docs/benchmarks.md, section
-`mutation-<module>`. Exit status 1 when a module kills less than 90%.
+(`mutmut show`). --write puts it in docs/mutation-testing.md, section
+`mutation-<module>`, with the survivors by name (their diffs are printed).
+Exit status 1 when a module kills less than 90%.
 """
 
 import argparse
@@ -32,11 +33,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import harness
-from bench.command import command_line
+from bench.lib import harness
+from bench.lib.command import command_line
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL = 0.90  # the share of mutants the tests must kill
+DOC = ROOT / "docs" / "mutation-testing.md"
 COPIED = ("src", "tests", "bench", "scripts", "pyproject.toml")
 
 
@@ -221,7 +223,8 @@ def code(text: str) -> str:
     return f"`{text}`"
 
 
-def report(outcome: Outcome, jobs: int) -> str:
+def report(outcome: Outcome, jobs: int, *, diffs: bool) -> str:
+    """The module's section; `diffs` adds each survivor's diff (printed, not written)."""
     target = TARGETS[outcome.module]
     counts = ", ".join(f"{status} {n}" for status, n in sorted(outcome.counts.items()))
     lines = [
@@ -238,8 +241,11 @@ def report(outcome: Outcome, jobs: int) -> str:
     ]
     if outcome.survivors:
         lines += ["", "Survivors (each needs a test or an explanation):", ""]
-        for name, diff in outcome.survivors.items():
-            lines += [f"`{name}`:", "", "```diff", diff, "```", ""]
+        if diffs:
+            for name, diff in outcome.survivors.items():
+                lines += [f"`{name}`:", "", "```diff", diff, "```", ""]
+        else:
+            lines += [f"- `{name}`" for name in outcome.survivors] + [""]
     lines += [
         f"- Machine: {harness.machine(pinned=False)}.",
         "",
@@ -252,7 +258,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", metavar="MODULE", help=", ".join(TARGETS))
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested at once")
-    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--write", action="store_true", help="update docs/mutation-testing.md")
     parser.add_argument("--list", action="store_true", help="the modules and their tests")
     args = parser.parse_args()
     unknown = [m for m in args.modules if m not in TARGETS]
@@ -265,10 +271,10 @@ def main() -> int:
     below_goal = []
     for module in args.modules:
         outcome = run_module(module, args.jobs)
-        body = report(outcome, args.jobs)
-        print(f"## {module}\n{body}\n")
+        print(f"## {module}\n{report(outcome, args.jobs, diffs=True)}\n")
         if args.write:
-            harness.write_section(f"mutation-{module}", f"Mutation testing: {module}", body)
+            body = report(outcome, args.jobs, diffs=False)
+            harness.write_section(f"mutation-{module}", f"Mutation testing: {module}", body, DOC)
         if outcome.killed_share < GOAL:
             below_goal.append(f"{module}: {outcome.killed_share:.0%} killed")
     for line in below_goal:

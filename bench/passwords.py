@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from arbiter.admin import open_storage
 from arbiter.web.bootstrap import make_accounts
 from arbiter.web.settings import Settings
-from bench.command import command_line
-from bench.httpclient import HttpError, Pool
+from bench.lib.command import command_line
+from bench.lib.httpclient import HttpError, Pool
 from tests.web.live_server import PASSWORD, Server, start_server, stop
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"

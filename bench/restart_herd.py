@@ -46,8 +46,8 @@ from arbiter.admin import open_storage
 from arbiter.storage.base import NewUser
 from arbiter.web.bootstrap import WORKER_PROOF_KEY_FILE
 from arbiter.web.settings import Settings
-from bench.harness import cpu_seconds, port_of, run_scenario, scratch_dir, start_arbiter
-from bench.httpclient import HttpError, Pool
+from bench.lib.harness import cpu_seconds, port_of, run_scenario, scratch_dir, start_arbiter
+from bench.lib.httpclient import HttpError, Pool
 from tests.web.live_server import PASSWORD, Server, stop
 from tests.web.official_replies import Outcome, outcome
 

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bench import harness
-from bench.collector import COMMITS, UPDATE_BATCHES
 from bench.fleet import (
     HEAVY_CONCURRENCIES,
     Options,
@@ -20,7 +18,9 @@ from bench.fleet import (
     describe_steal,
     stalls,
 )
-from bench.fleetsim import WORKER_CONCURRENCY, Cadence, Chaos, FleetConfig
+from bench.lib import harness
+from bench.lib.collector import COMMITS, UPDATE_BATCHES
+from bench.lib.fleetsim import WORKER_CONCURRENCY, Cadence, Chaos, FleetConfig
 from tests import fresh_loop
 from tests.web.live_server import PASSWORD
 

@@ -69,7 +69,7 @@ def test_bounds_must_be_ordered() -> None:
 def test_search_from_the_guess_finds_the_wide_search_root(
     results: list[int], elo0: float, width: float, model: str
 ) -> None:
-    """Issue 19: the short-bracket search ends where Brent on the whole interval does."""
+    """The short-bracket search ends where Brent on the whole interval does."""
     elo1 = elo0 + width
     samples, pdf = results_to_pdf(results)
     mu, var = mean_var(pdf)

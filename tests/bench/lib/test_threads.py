@@ -1,11 +1,11 @@
-"""A server's CPU by thread (bench/threads.py), read from this very process."""
+"""A server's CPU by thread (bench/lib/threads.py), read from this very process."""
 
 import os
 import threading
 import time
 
-from bench import threads
-from bench.threads import ThreadCpu
+from bench.lib import threads
+from bench.lib.threads import ThreadCpu
 
 
 def busy(cpu_seconds: float) -> None:

@@ -1,6 +1,6 @@
 """A benchmark records the command that ran, with its database URL hidden."""
 
-from bench.command import ROOT, command_line
+from bench.lib.command import ROOT, command_line
 
 
 def test_the_recorded_command_is_the_one_that_ran() -> None:

@@ -1,6 +1,6 @@
-"""The host's busy seconds and the slow replies sent in them (bench/host_noise.py)."""
+"""The host's busy seconds and the slow replies sent in them (bench/lib/host_noise.py)."""
 
-from bench.host_noise import ANSWERED, TOO_BUSY, StealSample, Timeline, describe
+from bench.lib.host_noise import ANSWERED, TOO_BUSY, StealSample, Timeline, describe
 
 GOALS = {"/api/beat": 10.0, "/api/update_task": 20.0}
 

@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.fleetsim import percentile
+from bench.lib.fleetsim import percentile
 
 NOISY_STEAL = 0.10  # share of a core the host took in a second that counts as busy
 TOO_BUSY = "request_task too busy"

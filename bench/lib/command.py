@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HIDDEN = "<database URL>"
 SECRET_OPTIONS = ("--database-url",)
 SECRET_ENVIRONMENT = ("ARBITER_TEST_POSTGRES_URL",)

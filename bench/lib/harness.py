@@ -25,7 +25,7 @@ import uvloop
 from arbiter.admin import open_storage
 from arbiter.web.bootstrap import make_accounts
 from arbiter.web.settings import Settings
-from bench.command import command_line
+from bench.lib.command import command_line
 from tests.web.live_server import (
     CHEAP_HASHING,
     PASSWORD,
@@ -36,7 +36,7 @@ from tests.web.live_server import (
     wait_until_serving,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "benchmarks.md"
 SERVER_CPU, CLIENT_CPU = "0", 1
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -193,7 +193,13 @@ def start_hello(log_dir: Path, port: int | None = None) -> Server:
     """The raw-ASGI baseline on Arbiter's uvicorn setup, on the server's core."""
     port = port or free_port()
     log = log_dir / f"hello-{port}.log"
-    args = ["taskset", "-c", SERVER_CPU, sys.executable, str(ROOT / "bench" / "hello_app.py")]
+    args = [
+        "taskset",
+        "-c",
+        SERVER_CPU,
+        sys.executable,
+        str(ROOT / "bench" / "lib" / "hello_app.py"),
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with log.open("w") as sink:
         process = subprocess.Popen(
@@ -270,16 +276,16 @@ def _memory_gib() -> int:
     return 0
 
 
-def write_section(key: str, title: str, body: str) -> None:
-    """Replace the `key` section of docs/benchmarks.md (appended when absent)."""
+def write_section(key: str, title: str, body: str, doc: Path = DOC) -> None:
+    """Replace the `key` section of `doc` (appended when absent)."""
     begin, end = f"<!-- {key}:begin -->", f"<!-- {key}:end -->"
-    text = DOC.read_text()
+    text = doc.read_text()
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
         text = f"{head}{begin}\n{body}\n{end}{rest.split(end, 1)[1]}"
     else:
         text = text.rstrip("\n") + f"\n\n### {title}\n\n{begin}\n{body}\n{end}\n"
-    DOC.write_text(text)
+    doc.write_text(text)
 
 
 Scenario = Callable[[argparse.Namespace], Awaitable[tuple[list[str], list[str]]]]

@@ -1,7 +1,7 @@
 """A percentile is shown as one only where enough samples lie above it."""
 
 from bench.fleet import tail
-from bench.fleetsim import supported
+from bench.lib.fleetsim import supported
 
 
 def test_a_tail_percentile_needs_ten_samples_above_it() -> None:

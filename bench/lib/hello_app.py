@@ -5,7 +5,7 @@ worker protocol's (a task for request_task, `task_alive` for task calls), so
 the same simulated fleet runs against it under the same schedule. Every
 figure of the fleet benchmark is also given as a ratio to this server's.
 
-Run: .venv/bin/python bench/hello_app.py --port P [--stock-httptools]
+Run: .venv/bin/python bench/lib/hello_app.py --port P [--stock-httptools]
 
 --stock-httptools serves it with uvicorn's own httptools protocol instead of
 Arbiter's connection-limited one (bench/connections.py overhead compares them).

@@ -6,7 +6,7 @@ line a stack: `frame;frame;... count`) to FILE, kept out of the repository.
 Turn FILE into a flame graph with any collapsed-stack tool (inferno,
 flamegraph.pl, speedscope), or summarise it here:
 
-  .venv/bin/python bench/profile.py FILE [--top 25]
+  .venv/bin/python bench/lib/profile.py FILE [--top 25]
 
 The summary gives each worker endpoint's share of the samples (the stacks that
 pass through its handler), and the functions with the most samples of their

@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 
 from arbiter.stats.scheduling import STC, worker_task_cap
-from bench.httpclient import HttpError, Pool
+from bench.lib.httpclient import HttpError, Pool
 from tests.domain.runs.support import worker
 
 # Every time here is time.monotonic(): uvloop's loop.time() only moves once per

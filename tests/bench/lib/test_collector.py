@@ -1,8 +1,8 @@
-"""The collector's pauses as a fleet report gives them (bench/collector.py)."""
+"""The collector's pauses as a fleet report gives them (bench/lib/collector.py)."""
 
 import math
 
-from bench.collector import (
+from bench.lib.collector import (
     COMMITS,
     UPDATE_BATCHES,
     Buckets,

@@ -1,7 +1,7 @@
 """Where a server's CPU goes, by thread: the event loop, the results thread, the
 assignment thread.
 
-A sampling profile that follows the GIL (bench/profile.py) sees only Python
+A sampling profile that follows the GIL (bench/lib/profile.py) sees only Python
 frames. SQLite's own work and the system calls under it run with the GIL
 released, so a thread that spends its time there is mostly invisible to it:
 the 10,000-worker fleet put the results thread at about 45% of the server's CPU
@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import CLIENT_CPU, user_and_system_seconds
+from bench.lib.harness import CLIENT_CPU, user_and_system_seconds
 
 # py-spy dump's line for each thread: `Thread 123 (idle): "arbiter-results"`.
 _THREAD_LINE = re.compile(r'^Thread (\d+) \([^)]*\): "(.*)"$')
