@@ -35,15 +35,14 @@ if __package__ in (None, ""):  # run as a script: make `tests` importable
 
 import httpx2 as httpx
 
-from arbiter.admin import open_storage
 from arbiter.domain.run_args import parse_run_args
 from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import build_args, new_run_record
 from arbiter.domain.runs.totals import apply_change
+from arbiter.runtime.bootstrap import make_accounts, open_storage
+from arbiter.runtime.settings import Settings
 from arbiter.storage import Storage
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
-from arbiter.web.bootstrap import make_accounts
-from arbiter.web.settings import Settings
 from bench.lib.command import command_line
 from tests.web.live_server import CHEAP_HASHING, PASSWORD, free_port, wait_until_serving
 from tests.web.live_server import Server as LiveServer

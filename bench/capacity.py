@@ -41,11 +41,11 @@ from sqlalchemy import Engine
 from arbiter.domain.runs.admission import fair_share
 from arbiter.domain.runs.service import Runs
 from arbiter.protocol.messages import WorkerInfo
+from arbiter.runtime.bootstrap import prepare_database
+from arbiter.runtime.settings import TASK_SEMAPHORE_SIZE
 from arbiter.storage import Storage
 from arbiter.storage.durability import WalSync
 from arbiter.storage.engine import make_engine, sqlite_url, wal_sync
-from arbiter.web.bootstrap import prepare_database
-from arbiter.web.settings import TASK_SEMAPHORE_SIZE
 from bench.lib import harness
 from bench.lib.fleetsim import clock, worker_info
 from bench.lib.httpclient import Connection, HttpError, Pool, encode_request

@@ -31,7 +31,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
 import msgspec
 
 from arbiter.domain.runs.admission import fair_share
-from arbiter.web.settings import TASK_SEMAPHORE_SIZE
+from arbiter.runtime.settings import TASK_SEMAPHORE_SIZE
 from bench.lib import harness
 from bench.lib.fleetsim import clock, percentile, worker_info
 from bench.lib.httpclient import HttpError, Pool

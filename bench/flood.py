@@ -46,8 +46,8 @@ import httpx2 as httpx
 if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arbiter.admin import open_storage
-from arbiter.web.settings import Settings
+from arbiter.runtime.bootstrap import open_storage
+from arbiter.runtime.settings import Settings
 from bench.lib import harness
 from bench.lib.fleetsim import percentile
 from tests.web.live_server import CHEAP_HASHING, PASSWORD, Server

@@ -34,13 +34,13 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import arbiter
-from arbiter.admin import open_storage
 from arbiter.domain.runs.ingest import ResultUpdate
 from arbiter.domain.runs.service import Runs
 from arbiter.domain.runs.update_batches import _UpdateCall
 from arbiter.protocol.messages import WorkerInfo
+from arbiter.runtime.bootstrap import open_storage
+from arbiter.runtime.settings import Settings
 from arbiter.storage import Storage
-from arbiter.web.settings import Settings
 from bench.lib import harness
 from bench.lib.command import command_line
 from tests.domain.runs.support import approved_run, make_user, pairs, take_task, worker

@@ -43,14 +43,13 @@ if __package__ in (None, ""):  # run as a script: make `tests` and `bench` impor
 
 import httpx2 as httpx
 
-from arbiter.admin import open_storage
 from arbiter.domain.run_args import parse_run_args
 from arbiter.domain.runs import chi2_summaries, contribution_totals
 from arbiter.domain.runs.documents import build_args, new_run_record
+from arbiter.runtime.bootstrap import open_storage, password_hasher
+from arbiter.runtime.settings import Settings
 from arbiter.storage import Storage, Tx, schema
 from arbiter.storage.records import RunRecord, evolve
-from arbiter.web.bootstrap import password_hasher
-from arbiter.web.settings import Settings
 from bench.bench_pages import logged_in_client, start_server
 from bench.lib.command import command_line
 from bench.lib.fleetsim import worker_info

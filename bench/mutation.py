@@ -76,11 +76,11 @@ TARGETS = {
         "(also as the worker calls' one guard layer uses them)",
     ),
     "settings": Target(
-        "src/arbiter/web/settings.py",
+        "src/arbiter/runtime/settings.py",
         # Not test_server_process.py: it starts real server processes (about 40 s a
         # run), and what it states of settings (the defaults the server runs with)
         # test_settings.py states in-process.
-        ("tests/web/test_settings.py", "tests/web/test_app.py"),
+        ("tests/runtime/test_settings.py", "tests/web/test_app.py"),
         "defaults and validation of every ARBITER_* setting",
     ),
     "accounts": Target(

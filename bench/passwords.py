@@ -39,9 +39,8 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arbiter.admin import open_storage
-from arbiter.web.bootstrap import make_accounts
-from arbiter.web.settings import Settings
+from arbiter.runtime.bootstrap import make_accounts, open_storage
+from arbiter.runtime.settings import Settings
 from bench.lib.command import command_line
 from bench.lib.httpclient import HttpError, Pool
 from tests.web.live_server import PASSWORD, Server, start_server, stop

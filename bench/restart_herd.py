@@ -42,10 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from argon2 import PasswordHasher, Type
 
-from arbiter.admin import open_storage
+from arbiter.runtime.bootstrap import WORKER_PROOF_KEY_FILE, open_storage
+from arbiter.runtime.settings import Settings
 from arbiter.storage.base import NewUser
-from arbiter.web.bootstrap import WORKER_PROOF_KEY_FILE
-from arbiter.web.settings import Settings
 from bench.lib.harness import cpu_seconds, port_of, run_scenario, scratch_dir, start_arbiter
 from bench.lib.httpclient import HttpError, Pool
 from tests.web.live_server import PASSWORD, Server, stop

@@ -22,9 +22,8 @@ from typing import Any
 import httpx2 as httpx
 import uvloop
 
-from arbiter.admin import open_storage
-from arbiter.web.bootstrap import make_accounts
-from arbiter.web.settings import Settings
+from arbiter.runtime.bootstrap import make_accounts, open_storage
+from arbiter.runtime.settings import Settings
 from bench.lib.command import command_line
 from tests.web.live_server import (
     CHEAP_HASHING,

@@ -18,7 +18,7 @@ import msgspec
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from arbiter.web.serve import uvicorn_config
+from arbiter.commands.serve import uvicorn_config
 
 FAKE_RUN_ID = "0" * 24
 _TASK = {

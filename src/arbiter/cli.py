@@ -150,7 +150,7 @@ def _add_import_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPa
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from arbiter.web.serve import serve_command
+        from arbiter.commands.serve import serve_command
 
         return serve_command(args)
     if args.command in ("worker", "demo", "sample-engine"):
@@ -163,10 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         }[args.command]
         return command(args)
     if args.command == "import":
-        from arbiter.importer.command import import_command
+        from arbiter.commands.fishtest_import import import_command
 
         return import_command(args)
-    from arbiter.admin import run_admin_command
+    from arbiter.commands.admin import run_admin_command
 
     return run_admin_command(args)
 

@@ -24,6 +24,7 @@ from arbiter.domain.actions import Actions, record, wire_id
 from arbiter.domain.errors import BadRequest
 from arbiter.storage import Storage
 from arbiter.storage.action_search import ActionSearch, SearchTooLong
+from arbiter.storage.base import NewAction
 from tests.domain.support import T0
 
 # ---------------------------------------------------------------- the documents
@@ -66,7 +67,7 @@ def corpus() -> list[dict[str, Any]]:
 def log(storage: Storage) -> Actions:
     with storage.write() as tx:
         for entry in corpus():
-            record(tx, **entry)
+            record(tx, NewAction(**entry))
     return Actions(storage)
 
 
@@ -275,7 +276,7 @@ def ids(found: list[dict[str, Any]]) -> list[str]:
 def test_at_most_200_oldest_first(storage: Storage) -> None:
     with storage.write() as tx:
         for index in range(250):
-            record(tx, time=T0 + 250 - index, action="log_message", username="u")
+            record(tx, NewAction(time=T0 + 250 - index, action="log_message", username="u"))
     found = Actions(storage).search({})
     assert len(found) == 200
     assert [d["time"] for d in found] == [T0 + 1 + index for index in range(200)]
@@ -370,7 +371,10 @@ def test_nesting_is_bounded(log: Actions) -> None:
 def test_a_regex_search_that_scans_too_long_is_refused(storage: Storage) -> None:
     with storage.write() as tx:
         for index in range(600):
-            record(tx, time=T0 + index, action="log_message", username="u", message="x" * 100)
+            record(
+                tx,
+                NewAction(time=T0 + index, action="log_message", username="u", message="x" * 100),
+            )
     search = parse_search({"message": {"$regex": "y"}}, wire_id)
     with storage.read() as tx, pytest.raises(SearchTooLong):
         tx.actions.search(ActionSearch(where=search.where, scan_seconds=0.0))

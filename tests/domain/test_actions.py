@@ -6,7 +6,7 @@ import pytest
 
 from arbiter.domain.actions import ACTION_NAMES, MAX_MESSAGE, Actions, record, to_wire, wire_id
 from arbiter.storage import Storage
-from arbiter.storage.base import ActionFilter
+from arbiter.storage.base import ActionFilter, NewAction
 from arbiter.storage.records import ActionRecord
 from tests.domain.support import T0
 
@@ -20,12 +20,14 @@ def test_record_appends_and_returns_the_id(storage: Storage) -> None:
     with storage.write() as tx:
         action_id = record(
             tx,
-            time=T0,
-            action="block_worker",
-            username="root",
-            message="bad results",
-            worker="alice-4cores",
-            data={"blocked": True},
+            NewAction(
+                time=T0,
+                action="block_worker",
+                username="root",
+                message="bad results",
+                worker="alice-4cores",
+                data={"blocked": True},
+            ),
         )
     [action] = stored_actions(storage)
     assert action.id == action_id
@@ -40,14 +42,14 @@ def test_record_appends_and_returns_the_id(storage: Storage) -> None:
 def test_record_accepts_every_reference_action_name(storage: Storage) -> None:
     with storage.write() as tx:
         for name in sorted(ACTION_NAMES):
-            record(tx, time=T0, action=name, username="root")
+            record(tx, NewAction(time=T0, action=name, username="root"))
     assert sorted(action.action for action in stored_actions(storage)) == sorted(ACTION_NAMES)
 
 
 @pytest.mark.parametrize("name", ["", "Accept_user", "drop_table", "new_run "])
 def test_record_refuses_unknown_action_names(storage: Storage, name: str) -> None:
     with pytest.raises(ValueError, match="unknown action"), storage.write() as tx:
-        record(tx, time=T0, action=name, username="root")
+        record(tx, NewAction(time=T0, action=name, username="root"))
     assert stored_actions(storage) == []
 
 
@@ -57,7 +59,7 @@ def test_record_refuses_unknown_action_names(storage: Storage, name: str) -> Non
 def test_record_truncates_messages(storage: Storage, length: int, kept: int) -> None:
     assert MAX_MESSAGE == 5120
     with storage.write() as tx:
-        record(tx, time=T0, action="worker_log", username="alice", message="m" * length)
+        record(tx, NewAction(time=T0, action="worker_log", username="alice", message="m" * length))
     [action] = stored_actions(storage)
     assert action.message == "m" * kept
 
@@ -65,7 +67,7 @@ def test_record_truncates_messages(storage: Storage, length: int, kept: int) -> 
 def test_recorded_action_rolls_back_with_its_transaction(storage: Storage) -> None:
     def record_then_fail() -> None:
         with storage.write() as tx:
-            record(tx, time=T0, action="log_message", username="alice")
+            record(tx, NewAction(time=T0, action="log_message", username="alice"))
             raise RuntimeError("the change failed")
 
     with pytest.raises(RuntimeError):
@@ -150,8 +152,10 @@ def test_to_wire_keeps_falsy_values_that_are_present() -> None:
 
 def test_actions_list_returns_wire_dicts_newest_first(storage: Storage) -> None:
     with storage.write() as tx:
-        first = record(tx, time=T0, action="new_run", username="alice", run_id="a" * 24)
-        second = record(tx, time=T0 + 1, action="stop_run", username="bob", message="stop")
+        first = record(tx, NewAction(time=T0, action="new_run", username="alice", run_id="a" * 24))
+        second = record(
+            tx, NewAction(time=T0 + 1, action="stop_run", username="bob", message="stop")
+        )
     listed = Actions(storage).list(ActionFilter())
     assert listed == [
         {

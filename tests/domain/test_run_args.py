@@ -4,21 +4,19 @@ from typing import Any
 
 import pytest
 
+from arbiter.domain.arch_filter import matching_archs
 from arbiter.domain.errors import ValidationError
+from arbiter.domain.repos.git_names import check_ref, check_repo_url
 from arbiter.domain.run_args import (
     DEFAULT_BOOK,
     MAX_GAMES,
     SPRT_DEFAULT_GAMES,
     RunArgs,
-    TimeControl,
     check_options,
-    check_ref,
-    check_repo_url,
-    matching_archs,
     option_value,
     parse_run_args,
-    parse_time_control,
 )
+from arbiter.domain.time_control import TimeControl, parse_time_control
 from arbiter.protocol.messages import SUPPORTED_ARCHS
 from arbiter.stats.scheduling import game_duration
 

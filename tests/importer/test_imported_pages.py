@@ -9,8 +9,9 @@ from starlette.testclient import TestClient
 
 from arbiter.cli import main
 from arbiter.domain.runs import contribution_totals
+from arbiter.runtime.settings import Settings
+from arbiter.storage.base import NewAction
 from arbiter.web.app import create_app
-from arbiter.web.settings import Settings
 from tests.importer import small_dump
 from tests.importer.fishtest_dump import CLEAR_PASSWORD, oid
 from tests.importer.small_dump import BAYES, DELETED, LIVE_SPSA, OLD_FIXED, SPRT
@@ -86,7 +87,9 @@ def test_actions_are_found_by_their_fishtest_ids(client: TestClient) -> None:
 
     storage = state(client).storage
     with storage.write() as tx:
-        tx.actions.add(time=T0.timestamp() + 100, action="log_message", username="x", message="new")
+        tx.actions.add(
+            NewAction(time=T0.timestamp() + 100, action="log_message", username="x", message="new")
+        )
     with storage.read() as tx:
         native = tx.actions.query(ActionFilter(max_count=1))[0]
     native_id, imported_id = wire_id(native), str(oid(205))

@@ -19,6 +19,7 @@ from arbiter.storage.action_search import (
     OneOf,
     SearchTooLong,
 )
+from arbiter.storage.base import NewAction
 from arbiter.storage.records import ActionRecord
 from arbiter.storage.schema import actions
 from tests.storage.support import T0
@@ -36,7 +37,7 @@ def ids(storage: Storage) -> list[int]:
     added = []
     with storage.write() as tx:
         for index, row in enumerate(ROWS):
-            added.append(tx.actions.add(time=T0 + index, action="log_message", **row))
+            added.append(tx.actions.add(NewAction(time=T0 + index, action="log_message", **row)))
     return added
 
 

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import insert
 
 from arbiter.storage import Storage
-from arbiter.storage.base import MAX_ACTIONS_PER_QUERY, ActionFilter
+from arbiter.storage.base import MAX_ACTIONS_PER_QUERY, ActionFilter, NewAction
 from arbiter.storage.schema import actions
 from tests.storage.support import T0
 
@@ -14,7 +14,7 @@ from tests.storage.support import T0
 def _add(storage: Storage, **values: Any) -> int:
     fields: dict[str, Any] = {"time": T0, "action": "log_message", "username": "alice", **values}
     with storage.write() as tx:
-        return tx.actions.add(**fields)
+        return tx.actions.add(NewAction(**fields))
 
 
 def _ids(storage: Storage, action_filter: ActionFilter) -> list[int]:

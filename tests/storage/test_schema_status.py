@@ -11,6 +11,8 @@ import pytest
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
+from arbiter.runtime.bootstrap import prepare_database
+from arbiter.runtime.settings import SettingsError
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.storage.migrate import (
@@ -20,8 +22,6 @@ from arbiter.storage.migrate import (
     schema_status,
 )
 from arbiter.web.app import create_app
-from arbiter.web.bootstrap import prepare_database
-from arbiter.web.settings import SettingsError
 from tests.web.api_support import api_settings
 
 NEWER = "9999"  # a revision this code has no script for

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import event
 
 from arbiter.storage import Storage
-from arbiter.storage.base import ActionFilter
+from arbiter.storage.base import ActionFilter, NewAction
 from arbiter.storage.engine import make_engine
 from arbiter.storage.errors import QueryTooLong
 from tests.storage.support import T0, add_user, new_user
@@ -37,7 +37,7 @@ def test_exception_inside_write_rolls_back_everything(storage: Storage) -> None:
             tx.users.add(new_user("alice"))
             tx.users.set_blocked(bob.id, True)
             tx.kv.set("key", "value")
-            tx.actions.add(time=T0, action="log_message", username="alice")
+            tx.actions.add(NewAction(time=T0, action="log_message", username="alice"))
             tx.worker_blocks.set("alice-4cores", blocked=True, message="", at=T0)
             raise BoomError
 

@@ -21,12 +21,12 @@ from starlette.testclient import TestClient
 
 from arbiter.domain.accounts import User
 from arbiter.protocol.messages import Stats
+from arbiter.runtime.settings import Settings
 from arbiter.storage.base import ActionFilter, NewUser
 from arbiter.storage.records import RunRecord, TaskRecord
 from arbiter.storage.schema import metadata
 from arbiter.web import app as app_module
 from arbiter.web.app import create_app
-from arbiter.web.settings import Settings
 from tests.domain.runs.support import worker
 from tests.web.support import STRONG_PASSWORD, state
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from arbiter.runtime.settings import Settings
 from arbiter.web.app import create_app
-from arbiter.web.settings import Settings
 from tests.web.api_support import api_with_users
 
 

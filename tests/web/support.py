@@ -3,7 +3,7 @@
 from starlette.testclient import TestClient
 
 from arbiter.domain.accounts import User
-from arbiter.web.state import AppState
+from arbiter.runtime.state import AppState
 
 STRONG_PASSWORD = "correct horse battery staple 1729"
 

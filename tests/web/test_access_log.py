@@ -10,11 +10,11 @@ import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
 
+from arbiter.runtime.settings import Settings
 from arbiter.web.access_log import AccessLog
 from arbiter.web.app import create_app
 from arbiter.web.observed import ObservedRequestsMiddleware
 from arbiter.web.request_id import RequestIdMiddleware
-from arbiter.web.settings import Settings
 from tests.web.live_server import PASSWORD, create_user, start_server, stop
 from tests.web.support import STRONG_PASSWORD, log_in, make_user
 

@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from arbiter.domain import action_query as audit_query
 from arbiter.domain import actions as audit
+from arbiter.storage.base import NewAction
 from tests.web.api_support import api_with_users, submit
 from tests.web.support import state
 
@@ -42,7 +43,9 @@ def log_many(client: TestClient, count: int) -> None:
         for index in range(count):
             name = "alice" if index % 2 else "bob"
             kind = "log_message" if index % 3 else "failed_task"
-            audit.record(tx, time=T + index, action=kind, username=name, message=f"entry {index}")
+            audit.record(
+                tx, NewAction(time=T + index, action=kind, username=name, message=f"entry {index}")
+            )
 
 
 def listed(client: TestClient, body: Any) -> list[dict[str, Any]]:

@@ -8,12 +8,12 @@ import pytest
 from anyio.to_thread import current_default_thread_limiter
 from starlette.testclient import TestClient
 
+from arbiter.runtime.settings import TASK_SEMAPHORE_SIZE, THREADPOOL_TOKENS, Settings, SettingsError
 from arbiter.web.app import create_app, require_single_process_on_primary
-from arbiter.web.settings import TASK_SEMAPHORE_SIZE, THREADPOOL_TOKENS, Settings, SettingsError
 from tests.web.support import state
 
 PRINT_ARGON2_CONCURRENCY = (
-    "from arbiter.web.settings import Settings; print(Settings().argon2_concurrency)"
+    "from arbiter.runtime.settings import Settings; print(Settings().argon2_concurrency)"
 )
 
 

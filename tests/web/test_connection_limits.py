@@ -22,6 +22,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from arbiter.commands.serve import connection_limits, uvicorn_config
+from arbiter.runtime.settings import Settings, SettingsError
 from arbiter.storage import QueryAbandoned, Storage
 from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.storage.request_bounds import RequestQueries
@@ -35,8 +37,6 @@ from arbiter.web.connection_limits import (
     shown_path,
 )
 from arbiter.web.middleware import QUERIES_KEY
-from arbiter.web.serve import connection_limits, uvicorn_config
-from arbiter.web.settings import Settings, SettingsError
 from tests import fresh_loop
 from tests.web.live_server import Server, free_port, start_server, stop
 

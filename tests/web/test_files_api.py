@@ -19,12 +19,12 @@ from arbiter.cli import main
 from arbiter.domain.files.book_catalogue import REFERENCE_DEFAULT_BOOK
 from arbiter.domain.run_args import DEFAULT_BOOK
 from arbiter.protocol import WORKER_VERSION
+from arbiter.runtime.settings import Settings
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.storage.records import evolve
 from arbiter.web import files_api
 from arbiter.web.app import create_app
-from arbiter.web.settings import Settings
 from arbiter.worker.errors import UpdateError
 from arbiter.worker.package_trust import verify
 from arbiter.worker.update import PackageInfo

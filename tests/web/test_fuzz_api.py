@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from arbiter.runtime.settings import Settings
 from arbiter.web.app import create_app
 from arbiter.web.replies import is_temporary_worker_refusal
-from arbiter.web.settings import Settings
 from tests.web.api_support import worker_info as api_worker_info
 from tests.web.live_server import PASSWORD
 

@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
+from arbiter.runtime.settings import Settings
 from arbiter.storage.engine import make_engine
 from arbiter.storage.lease import primary_lease
 from arbiter.storage.migrate import head_revision
 from arbiter.web.app import create_app
-from arbiter.web.settings import Settings
 from tests.web.api_support import api_client, api_settings
 from tests.web.support import state
 from tests.web.test_lease import steal

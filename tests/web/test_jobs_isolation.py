@@ -14,9 +14,9 @@ from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
 from arbiter.jobs import JOB_THREADS, Job
+from arbiter.runtime.settings import Settings
+from arbiter.runtime.state import AppState
 from arbiter.web.app import DRAIN_SECONDS, create_app
-from arbiter.web.settings import Settings
-from arbiter.web.state import AppState
 from tests.jobs.support import wait_until
 from tests.web.live_server import start_server, stop
 from tests.web.support import log_in, make_user, state

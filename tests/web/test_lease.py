@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 import arbiter.web.app as app_module
 from arbiter.jobs import Job
 from arbiter.protocol import WORKER_PATHS
+from arbiter.runtime.state import AppState
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.storage.errors import LeaseHeld
@@ -20,7 +21,6 @@ from arbiter.storage.lease import LockFileLease, PrimaryLease, primary_lease
 from arbiter.web.app import create_app
 from arbiter.web.lease import MARKER_KEY, LeaseKeeper, paused_without_lease
 from arbiter.web.middleware import SECONDARY_WORKER_PATHS
-from arbiter.web.state import AppState
 from tests.storage.test_lease import end_lease_sessions, libpq
 from tests.web.api_support import api_settings
 

@@ -10,10 +10,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 import arbiter.web.app as app_module
+from arbiter.runtime.settings import Settings, SettingsError, parse_networks
 from arbiter.web.app import create_app
 from arbiter.web.metrics import RequestStats, address_allowed
 from arbiter.web.overload import LAG_LIMIT
-from arbiter.web.settings import Settings, SettingsError, parse_networks
 from tests.domain.runs.support import pairs
 from tests.web.api_support import api_settings, approved, take_task, users, wire, worker_body
 from tests.web.support import state

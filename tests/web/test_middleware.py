@@ -8,6 +8,7 @@ from starlette.testclient import TestClient
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arbiter.protocol import WORKER_PATHS
+from arbiter.runtime.settings import Settings
 from arbiter.web.app import create_app
 from arbiter.web.middleware import (
     CONTENT_SECURITY_POLICY,
@@ -21,7 +22,6 @@ from arbiter.web.middleware import (
     is_head_request,
     request_started_at,
 )
-from arbiter.web.settings import Settings
 from tests.web.api_support import PRIMARY_ONLY_WORKER_PATHS
 from tests.web.asgi_support import (
     assert_json_error,

@@ -12,10 +12,10 @@ from starlette.testclient import TestClient
 
 from arbiter.domain.runs.scheduler import TOO_BUSY
 from arbiter.protocol import WORKER_PATHS
+from arbiter.runtime.settings import OVERLOAD_LAG_MS, Settings, SettingsError
 from arbiter.web import overload
 from arbiter.web.overload import LAG_LIMIT, SHED_HOLD, LoopLag
 from arbiter.web.replies import DEFAULT_RETRY_AFTER
-from arbiter.web.settings import OVERLOAD_LAG_MS, Settings, SettingsError
 from tests import fresh_loop
 from tests.web.api_support import api_with_users, post, worker_body
 

@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from arbiter.commands import serve
+from arbiter.runtime.settings import Settings
 from arbiter.storage.engine import normalize_url
-from arbiter.web import serve
-from arbiter.web.settings import Settings
 from tests.web.api_support import worker_info as api_worker_info
 from tests.web.live_server import (
     PASSWORD,

@@ -12,9 +12,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from arbiter.protocol import WORKER_PATHS
+from arbiter.runtime.settings import OVERLOAD_LAG_MS
 from arbiter.storage import StorageUnavailable
 from arbiter.web.overload import LAG_LIMIT, NEVER_SHED
-from arbiter.web.settings import OVERLOAD_LAG_MS
 from tests.web.api_support import api_client, api_settings, api_with_users, worker_body
 from tests.web.official_replies import Outcome, outcome
 from tests.web.support import STRONG_PASSWORD, state

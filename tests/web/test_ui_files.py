@@ -5,8 +5,8 @@ import hashlib
 from starlette.testclient import TestClient
 
 from arbiter.domain.run_args import DEFAULT_BOOK
+from arbiter.runtime.settings import Settings
 from arbiter.web.app import create_app
-from arbiter.web.settings import Settings
 from tests.web.support import csrf_of, log_in, make_user
 
 NET = b"NNUE" + bytes(range(256)) * 8

@@ -6,8 +6,8 @@ import threading
 import pytest
 from starlette.testclient import TestClient
 
+from arbiter.runtime.settings import Settings
 from arbiter.web.app import create_app
-from arbiter.web.settings import Settings
 from arbiter.web.ui import submission
 from tests.web.live_server import free_port
 from tests.web.runs_support import new_run_form, submit, users

@@ -11,11 +11,11 @@ from sqlalchemy import select
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from arbiter.runtime.settings import Settings
 from arbiter.storage.engine import sqlite_url
 from arbiter.storage.schema import metadata
 from arbiter.web.app import create_app
 from arbiter.web.routes import MONITORING_PATHS, routes
-from arbiter.web.settings import Settings
 from tests.web.runs_support import submit, users
 from tests.web.support import log_in, make_user, state
 

@@ -40,7 +40,7 @@ from arbiter.domain.profile_fields import (
     check_username,
 )
 from arbiter.storage import DuplicateKey, Storage, Tx
-from arbiter.storage.base import NewUser
+from arbiter.storage.base import NewAction, NewUser
 from arbiter.storage.records import SessionRecord, TokenRecord, UserRecord
 
 log = logging.getLogger("arbiter.accounts")
@@ -382,12 +382,14 @@ class Accounts:
             subject = "an unknown account" if record is None else f"account {record.username}"
         actions.record(
             tx,
-            time=now,
-            action="system_event",
-            username=actions.SYSTEM_USER,
-            message=(
-                f"password attempts throttled: {subject}, {entry.failures} failures, "
-                f"next attempt in {entry.delay:.0f} s"
+            NewAction(
+                time=now,
+                action="system_event",
+                username=actions.SYSTEM_USER,
+                message=(
+                    f"password attempts throttled: {subject}, {entry.failures} failures, "
+                    f"next attempt in {entry.delay:.0f} s"
+                ),
             ),
         )
 
@@ -536,5 +538,6 @@ class Accounts:
     def _log(self, tx: Tx, action: str, by: UserRecord, target: str, message: str) -> None:
         now = self._clock()
         actions.record(
-            tx, time=now, action=action, username=by.username, user=target, message=message
+            tx,
+            NewAction(time=now, action=action, username=by.username, user=target, message=message),
         )

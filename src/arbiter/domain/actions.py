@@ -9,13 +9,14 @@ Runs in the threadpool (blocking database I/O).
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from arbiter.domain.action_query import parse_search
 from arbiter.domain.errors import BadRequest, SearchesBusy
 from arbiter.storage import Storage, Tx
 from arbiter.storage.action_search import SearchTooLong
-from arbiter.storage.base import ActionFilter
+from arbiter.storage.base import ActionFilter, NewAction
 from arbiter.storage.errors import QueryTooLong
 from arbiter.storage.records import ActionRecord
 
@@ -51,40 +52,17 @@ ACTION_NAMES = frozenset(
 RUN_EVENTS = {"approve_run": "approved", "finished_run": "finished", "stop_run": "stopped"}
 
 
-def record(
-    tx: Tx,
-    *,
-    time: float,
-    action: str,
-    username: str,
-    message: str = "",
-    run_id: str | None = None,
-    run: str | None = None,
-    task_id: int | None = None,
-    worker: str | None = None,
-    user: str | None = None,
-    data: Any = None,
-) -> int:
-    """Append one action in the open transaction `tx`; returns its id."""
-    if action not in ACTION_NAMES:
-        raise ValueError(f"unknown action {action!r}")
-    action_id = tx.actions.add(
-        time=time,
-        action=action,
-        username=username,
-        message=message[:MAX_MESSAGE],
-        run_id=run_id,
-        run=run,
-        task_id=task_id,
-        worker=worker,
-        user=user,
-        data=data,
-    )
-    event = RUN_EVENTS.get(action)
+def record(tx: Tx, entry: NewAction) -> int:
+    """Append one action in the open transaction `tx` (its message cut to
+    MAX_MESSAGE); returns its id."""
+    if entry.action not in ACTION_NAMES:
+        raise ValueError(f"unknown action {entry.action!r}")
+    action_id = tx.actions.add(replace(entry, message=entry.message[:MAX_MESSAGE]))
+    event, run_id = RUN_EVENTS.get(entry.action), entry.run_id
     if event is not None and run_id is not None:
         # The webhooks' outbox, in the same transaction: an event is never lost
         # nor sent for a change that was rolled back (domain/webhooks.py).
-        tx.run_events.add(time=time, event=event, run_id=run_id, action_id=action_id)
+        tx.run_events.add(time=entry.time, event=event, run_id=run_id, action_id=action_id)
     return action_id
 
 

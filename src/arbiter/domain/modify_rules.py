@@ -13,15 +13,8 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from arbiter.domain.errors import ValidationError
-from arbiter.domain.run_args import (
-    MAX_GAMES,
-    MAX_INFO_CHARS,
-    MAX_THROUGHPUT,
-    read_bool,
-    read_float,
-    read_int,
-    read_text,
-)
+from arbiter.domain.form_values import read_bool, read_float, read_int, read_text
+from arbiter.domain.run_args import MAX_GAMES, MAX_INFO_CHARS, MAX_THROUGHPUT
 
 MODIFY_WINDOW = timedelta(days=30)
 GAMES_STEP = 1000

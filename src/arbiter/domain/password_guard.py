@@ -34,7 +34,7 @@ SIGNUP_WINDOW = 3600.0  # seconds: signups are counted per address per hour
 
 @dataclass(frozen=True, slots=True)
 class PasswordLimits:
-    """The defaults are those of `web.settings.Settings` (documented in operations.md)."""
+    """The defaults are those of `runtime.settings.Settings` (documented in operations.md)."""
 
     account_free_failures: int = 5
     address_free_failures: int = 20

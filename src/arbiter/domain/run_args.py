@@ -10,19 +10,17 @@ Field names are the reference's; nested stop-rule fields are named
 ignored (a form also posts its CSRF token).
 """
 
-import math
 import re
-import subprocess
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlsplit
 
+from arbiter.domain.arch_filter import matching_archs
 from arbiter.domain.errors import ValidationError
+from arbiter.domain.form_values import read_bool, read_float, read_int, read_text
+from arbiter.domain.repos.git_names import check_ref, check_repo_url
+from arbiter.domain.time_control import TimeControl, parse_time_control
 from arbiter.protocol.books import SHIPPED_BOOK
-from arbiter.protocol.messages import SUPPORTED_ARCHS, WORKER_ARCHS
-from arbiter.stats.scheduling import REFERENCE_NPS, game_duration
 from arbiter.stats.spsa import (
     DEFAULT_A_RATIO,
     DEFAULT_ALPHA,
@@ -41,10 +39,6 @@ SPSA_GAMES_STEP = 1000
 MAX_THREADS = 1024  # far above any worker; keeps the memory formula sane
 MAX_INFO_CHARS = 10_000
 MAX_OPTIONS_CHARS = 1000
-MAX_REPO_CHARS = 500
-MAX_REF_CHARS = 255
-MAX_ARCH_FILTER_CHARS = 200
-MAX_NODES = 10**10
 MAX_THROUGHPUT = 500.0
 # The default when no catalogue offers the reference's.
 DEFAULT_BOOK = SHIPPED_BOOK
@@ -55,90 +49,15 @@ DEFAULT_SPRT_BETA = 0.05
 # A chosen SPRT batch (game pairs per update): a task holds whole batches, so a
 # batch far above the reference's (16 pairs at STC) makes every task that long.
 MAX_SPRT_BATCH_PAIRS = 1000
-# Evaluating an arch filter runs in a child process with this time limit (s).
-ARCH_FILTER_TIMEOUT = 2.0
 
 EloModel = Literal["normalized", "logistic", "BayesElo"]
 ELO_MODELS: tuple[EloModel, ...] = ("normalized", "logistic", "BayesElo")
 Compiler = Literal["", "g++", "clang++"]
 COMPILERS: tuple[Compiler, ...] = ("", "g++", "clang++")
-REPO_SCHEMES = ("https", "http", "ssh", "git", "file")
 
-_TIME_TC = re.compile(r"([1-9]\d*/)?\d+(\.\d+)?(\+\d+(\.\d+)?)?", re.ASCII)
-_NODES_TC = re.compile(r"N=([1-9]\d*)", re.ASCII)
-_FULL_SHA = re.compile(r"[0-9a-fA-F]{40}", re.ASCII)
-_SHORT_SHA = re.compile(r"[0-9a-fA-F]{7,39}", re.ASCII)
 _SIGNATURE = re.compile(r"\d{1,20}", re.ASCII)
 _BOOK = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\.(epd|pgn)", re.ASCII)
 _OPTION = re.compile(r"(?P<name>[^=]+)=(?P<value>.*)")
-_SCP_LIKE = re.compile(
-    r"(?P<user>[A-Za-z0-9_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*):.+"
-)
-# Characters git forbids anywhere in a ref name (git check-ref-format, rules 4, 5, 10).
-_INT_TEXT = re.compile(r"\s*[+-]?\d{1,12}\s*", re.ASCII)
-_REF_FORBIDDEN = frozenset(" ~^:?*[\\")
-
-
-# ---------------------------------------------------------------- time controls
-
-
-@dataclass(frozen=True, slots=True)
-class TimeControl:
-    """A parsed `tc`: `[moves/]seconds[+increment]`, or `N=<nodes>` per move.
-
-    `moves` is None for a whole-game clock; `nodes` is None for a clock.
-    """
-
-    moves: int | None
-    seconds: float
-    increment: float
-    nodes: int | None = None
-
-    def game_duration(self) -> float:
-        """Estimated seconds per game (reference 4.5).
-
-        Clock: (time + 68·inc, a moves/time clock scaled by 68/moves) × 2 × 0.92.
-        Fixed nodes: we price a move like an increment of nodes / 628,000 s,
-        the reference speed workers are calibrated against (stats.scheduling);
-        that keeps node-limited runs comparable with clock runs when tasks are
-        sized. The Python match runner's per-move overhead is not counted.
-        """
-        return game_duration(self.scheduling_tc())
-
-    def scheduling_tc(self) -> str:
-        """A clock string with the same duration estimate, for the stats
-        scheduling functions (which take `[moves/]time[+inc]` strings)."""
-        if self.nodes is not None:
-            return f"0+{_plain(self.nodes / REFERENCE_NPS)}"
-        text = f"{_plain(self.seconds)}+{_plain(self.increment)}"
-        return f"{self.moves}/{text}" if self.moves else text
-
-
-def _plain(value: float) -> str:
-    # Never an exponent ("1e+06" is no time control); microseconds suffice.
-    return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
-
-
-def parse_time_control(text: str, field: str = "tc") -> TimeControl:
-    """Parse a time control; ValidationError(field, ...) when it is not one."""
-    nodes = _NODES_TC.fullmatch(text)
-    if nodes is not None:
-        count = int(nodes.group(1))
-        if count > MAX_NODES:
-            raise ValidationError(field, f"at most {MAX_NODES:,} nodes per move")
-        return TimeControl(None, 0.0, 0.0, count)
-    if _TIME_TC.fullmatch(text) is None:
-        raise ValidationError(
-            field,
-            f"{text!r} is not a time control: write [moves/]seconds[+increment] "
-            "(e.g. 10+0.1, 40/20) or N=<nodes per move> (e.g. N=25000)",
-        )
-    head, _, inc = text.partition("+")
-    moves, _, seconds = head.rpartition("/")
-    parsed = TimeControl(int(moves) if moves else None, float(seconds), float(inc or 0))
-    if parsed.seconds == 0 and parsed.increment == 0:
-        raise ValidationError(field, f"{text!r} gives the engines no time at all")
-    return parsed
 
 
 # ---------------------------------------------------------------- result types
@@ -283,99 +202,6 @@ def parse_run_args(raw: Mapping[str, object], default_book: str = DEFAULT_BOOK) 
 # ---------------------------------------------------------------- field checks
 
 
-def check_repo_url(url: str, field: str = "tests_repo") -> str:
-    """A git URL we are willing to hand to `git` (here and on every worker).
-
-    Accepted: https, http, ssh, git and file URLs, and scp-like user@host:path.
-    Refused: other transports (git's `ext::` runs commands), whitespace and
-    control characters, a leading '-' (it would be read as an option), and
-    passwords in the URL (run arguments are public).
-    """
-    usage = "must be a git URL (https://, http://, ssh://, git://, file://) or user@host:path"
-    if not url:
-        raise ValidationError(field, f"is required: it {usage}")
-    if len(url) > MAX_REPO_CHARS:
-        raise ValidationError(field, f"is longer than {MAX_REPO_CHARS} characters")
-    if any(c.isspace() or not c.isprintable() for c in url):
-        raise ValidationError(field, "must not contain spaces or control characters")
-    if url.startswith("-"):
-        raise ValidationError(field, "must not start with '-'")
-    if "://" not in url:
-        if _SCP_LIKE.fullmatch(url) is None:
-            raise ValidationError(field, usage)
-        return url
-    return _check_url(url, field, usage)
-
-
-def _check_url(url: str, field: str, usage: str) -> str:
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        password = parts.password
-    except ValueError:
-        raise ValidationError(field, usage) from None
-    if parts.scheme.lower() not in REPO_SCHEMES:
-        raise ValidationError(field, usage)
-    if password is not None:
-        raise ValidationError(field, "must not contain a password: run arguments are public")
-    if parts.scheme.lower() != "file" and (not host or host.startswith("-")):
-        raise ValidationError(field, "needs a host name")
-    if parts.path.strip("/") == "":
-        raise ValidationError(field, "needs a repository path")
-    return url
-
-
-def is_full_sha(text: str) -> bool:
-    return _FULL_SHA.fullmatch(text) is not None
-
-
-def is_short_sha(text: str) -> bool:
-    return _SHORT_SHA.fullmatch(text) is not None
-
-
-def check_ref(ref: str, field: str) -> str:
-    """A branch or tag name by `git check-ref-format` rules, or a 7-40 hex SHA."""
-    if not ref:
-        raise ValidationError(field, "is required: give a branch, a tag or a commit SHA")
-    if is_full_sha(ref) or is_short_sha(ref):
-        return ref
-    problem = _ref_problem(ref)
-    if problem is not None:
-        raise ValidationError(field, f"{ref!r} is not a valid branch or tag name: {problem}")
-    return ref
-
-
-# git check-ref-format's rules (onelevel names allowed, as for a branch), each
-# with the explanation a user sees; plus a leading '-', which git would read
-# as an option.
-_REF_RULES: tuple[tuple[Callable[[str], bool], str], ...] = (
-    (lambda ref: len(ref) > MAX_REF_CHARS, f"longer than {MAX_REF_CHARS} characters"),
-    (lambda ref: ref.startswith("-"), "it starts with '-'"),
-    (
-        lambda ref: any(ord(c) < 0x20 or ord(c) == 0x7F or c in _REF_FORBIDDEN for c in ref),
-        "spaces, control characters and ~ ^ : ? * [ \\ are not allowed",
-    ),
-    (lambda ref: ref == "@" or "@{" in ref, "'@' alone and '@{' are not allowed"),
-    (lambda ref: ".." in ref, "'..' is not allowed"),
-    (
-        lambda ref: ref.startswith("/") or ref.endswith("/") or "//" in ref,
-        "empty path components are not allowed",
-    ),
-    (lambda ref: ref.endswith("."), "it ends with '.'"),
-    (
-        lambda ref: any(p.startswith(".") or p.endswith(".lock") for p in ref.split("/")),
-        "a component starts with '.' or ends with '.lock'",
-    ),
-)
-
-
-def _ref_problem(ref: str) -> str | None:
-    for broken, explanation in _REF_RULES:
-        if broken(ref):
-            return explanation
-    return None
-
-
 def check_options(text: str, field: str) -> str:
     """Space-separated `Name=Value` UCI options, ASCII, each name at most once."""
     if len(text) > MAX_OPTIONS_CHARS:
@@ -402,54 +228,6 @@ def option_value(options: str, name: str) -> str | None:
         if key.lower() == name.lower():
             return value
     return None
-
-
-def matching_archs(arch_filter: str, field: str = "arch_filter") -> frozenset[str]:
-    """The worker_arch values an arch filter matches (`re.search`, as the reference).
-
-    The regex is compiled here (length-capped) for a clear syntax error, then
-    evaluated in a child process with a time limit: Python's `re` cannot be
-    interrupted, and a pattern like `(.*.*.*)*!` backtracks for minutes even
-    on these short names. Blocking (a process start): call it from the
-    threadpool, like the rest of run validation.
-    """
-    if len(arch_filter) > MAX_ARCH_FILTER_CHARS:
-        raise ValidationError(field, f"is longer than {MAX_ARCH_FILTER_CHARS} characters")
-    try:
-        re.compile(arch_filter)
-    except (re.error, OverflowError, RecursionError, ValueError) as error:
-        raise ValidationError(field, f"is not a valid regular expression: {error}") from None
-    matched = _search_in_child(arch_filter, field)
-    if not matched & set(SUPPORTED_ARCHS):
-        raise ValidationError(field, "matches none of the supported architectures")
-    return matched
-
-
-_SEARCH_SCRIPT = (
-    "import re, sys\n"
-    "pattern, *names = sys.stdin.read().split('\\0')\n"
-    "print('\\0'.join(n for n in names if re.search(pattern, n)), end='')\n"
-)
-
-
-def _search_in_child(pattern: str, field: str) -> frozenset[str]:
-    # -I: isolated (no user site, no PYTHON* variables); the pattern travels on
-    # stdin, never through a shell or argv.
-    payload = "\0".join((pattern, *WORKER_ARCHS))
-    try:
-        done = subprocess.run(  # noqa: S603 (fixed argument list, our own interpreter)
-            [sys.executable, "-I", "-c", _SEARCH_SCRIPT],
-            input=payload,
-            capture_output=True,
-            text=True,
-            timeout=ARCH_FILTER_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise ValidationError(field, "takes too long to evaluate: simplify it") from None
-    if done.returncode != 0:
-        raise ValidationError(field, "could not be evaluated: simplify it")
-    return frozenset(name for name in done.stdout.split("\0") if name)
 
 
 # ---------------------------------------------------------------- stop rules
@@ -572,103 +350,3 @@ def _info(raw: Mapping[str, object]) -> str:
 
 
 # ---------------------------------------------------------------- value readers
-# Values come from forms (strings) or JSON (typed); both are accepted, and a
-# bool is never taken for a number (True is an int in Python).
-
-
-def read_text(
-    raw: Mapping[str, object],
-    key: str,
-    *,
-    default: str = "",
-    required: bool = False,
-    name: str | None = None,
-    keep_lines: bool = False,
-) -> str:
-    field = name or key
-    value = raw.get(key)
-    if value is None or value == "":
-        if required:
-            raise ValidationError(field, "is required")
-        return default
-    if not isinstance(value, str):
-        raise ValidationError(field, "must be text")
-    allowed = "\t\n\r" if keep_lines else ""
-    if not keep_lines:
-        value = value.strip()  # a pasted value often brings a newline along
-    # NUL and friends: PostgreSQL refuses NUL in text, and nobody means them.
-    if any(ord(c) < 32 and c not in allowed for c in value) or "\x7f" in value:
-        raise ValidationError(field, "must not contain control characters")
-    return value
-
-
-def read_int(
-    raw: Mapping[str, object],
-    key: str,
-    default: int,
-    *,
-    low: int,
-    high: int,
-    name: str | None = None,
-) -> int:
-    field = name or key
-    value = raw.get(key)
-    if value is None or value == "":
-        number = default
-    elif isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and _INT_TEXT.fullmatch(value):
-        number = int(value)
-    else:
-        raise ValidationError(field, "must be a whole number")
-    if not low <= number <= high:
-        raise ValidationError(field, f"must be between {low:,} and {high:,}, got {number:,}")
-    return number
-
-
-def read_float(
-    raw: Mapping[str, object],
-    key: str,
-    default: float | None,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    name: str | None = None,
-) -> float:
-    field = name or key
-    value = raw.get(key)
-    if value is None or value == "":
-        if default is None:
-            raise ValidationError(field, "is required")
-        number = default
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValidationError(field, "must be a number") from None
-    else:
-        raise ValidationError(field, "must be a number")
-    if not math.isfinite(number):
-        raise ValidationError(field, "must be a finite number")
-    if low is not None and number < low:
-        raise ValidationError(field, f"must be at least {low:g}, got {number:g}")
-    if high is not None and number > high:
-        raise ValidationError(field, f"must be at most {high:g}, got {number:g}")
-    return number
-
-
-_TRUE = frozenset({"true", "1", "on", "yes"})
-_FALSE = frozenset({"false", "0", "off", "no"})
-
-
-def read_bool(raw: Mapping[str, object], key: str, *, default: bool) -> bool:
-    value = raw.get(key)
-    if value is None or value == "":
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    raise ValidationError(key, "must be true or false")

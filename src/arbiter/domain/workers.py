@@ -20,6 +20,7 @@ from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
 from arbiter.domain.profile_fields import same_username, username_key
 from arbiter.protocol.workers import is_short_worker_name
 from arbiter.storage import Storage, Tx
+from arbiter.storage.base import NewAction
 from arbiter.storage.records import WorkerBlockRecord
 
 MAX_BLOCK_MESSAGE = 500
@@ -140,13 +141,15 @@ class WorkerBlocks:
             verb = "blocked" if blocked else "unblocked"
             actions.record(
                 tx,
-                time=now,
-                action="block_worker",
-                username=user.username,
-                worker=worker_name,
-                # The reference's message is the verb alone; the reason is
-                # kept with the block itself.
-                message=verb,
+                NewAction(
+                    time=now,
+                    action="block_worker",
+                    username=user.username,
+                    worker=worker_name,
+                    # The reference's message is the verb alone; the reason is
+                    # kept with the block itself.
+                    message=verb,
+                ),
             )
         self._changed()
 

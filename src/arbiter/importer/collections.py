@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from argon2 import PasswordHasher
-from sqlalchemy import select
 
+from arbiter.domain.arch_filter import matching_archs
 from arbiter.domain.errors import ValidationError
 from arbiter.domain.files.stored import NET, is_stored, store
-from arbiter.domain.run_args import matching_archs
 from arbiter.importer.others import (
     UserFields,
     convert_action,
@@ -33,7 +32,6 @@ from arbiter.importer.runs import ImportedRun, Skip, convert_run
 from arbiter.importer.values import object_id_text
 from arbiter.storage import Storage, Tx
 from arbiter.storage.records import NetRecord, evolve
-from arbiter.storage.schema import users
 
 Document = dict[str, Any]
 
@@ -116,8 +114,7 @@ def users_kind(storage: Storage, hasher: PasswordHasher) -> Kind:
         converted = _each(documents, convert_user, prepared)
         keys = [fields.row["username_key"] for _, fields in converted]
         with storage.read() as tx:
-            query = select(users.c.username_key, users.c.username)
-            taken = dict(tx.connection.execute(query.where(users.c.username_key.in_(keys))).all())
+            taken = tx.imports.taken_usernames(keys)
         new: list[UserFields] = []
         for _, fields in converted:
             name, key = fields.row["username"], fields.row["username_key"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from arbiter.domain.actions import ACTION_NAMES
 from arbiter.domain.errors import ValidationError
-from arbiter.domain.profile_fields import check_username
+from arbiter.domain.profile_fields import check_username, username_key
 from arbiter.importer.runs import Skip
 from arbiter.importer.values import (
     id_time,
@@ -18,7 +18,6 @@ from arbiter.importer.values import (
     text,
     timestamp,
 )
-from arbiter.storage.sql_users import username_key
 
 APPROVERS_GROUP = "group:approvers"
 NET_NAME = re.compile(r"nn-[0-9a-f]{12}\.nnue")

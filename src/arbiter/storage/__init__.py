@@ -1,4 +1,9 @@
-"""Persistence: small store interfaces (`base`), one SQL implementation (`sql`)."""
+"""Persistence: small store interfaces (`base`), one SQL implementation (`sql`)
+on SQLite and PostgreSQL, the schema and its migrations, the engines, the
+primary's lease, backups and the object store.
+
+The bottom layer: imports nothing of ours but the pure `telemetry` counters
+(and the records it stores are its own, `records.py`)."""
 
 from arbiter.storage.errors import (
     DuplicateKey,

@@ -40,6 +40,22 @@ class NewUser:
 
 
 @dataclass(frozen=True, slots=True)
+class NewAction:
+    """One audit-log entry to append; the store gives it its id."""
+
+    time: float
+    action: str
+    username: str
+    message: str = ""
+    run_id: str | None = None
+    run: str | None = None
+    task_id: int | None = None
+    worker: str | None = None
+    user: str | None = None
+    data: Any = None
+
+
+@dataclass(frozen=True, slots=True)
 class ActionFilter:
     """The only ways the audit log can be searched: a whitelist, never raw queries.
 
@@ -123,20 +139,7 @@ class TokenStore(Protocol):
 
 
 class ActionStore(Protocol):
-    def add(
-        self,
-        *,
-        time: float,
-        action: str,
-        username: str,
-        message: str = "",
-        run_id: str | None = None,
-        run: str | None = None,
-        task_id: int | None = None,
-        worker: str | None = None,
-        user: str | None = None,
-        data: Any = None,
-    ) -> int: ...
+    def add(self, entry: NewAction) -> int: ...
     def query(self, action_filter: ActionFilter) -> list[ActionRecord]: ...
     def search(self, search: ActionSearch) -> list[ActionRecord]:
         """Raises SearchTooLong when its Python checks run past `search.scan_seconds`."""

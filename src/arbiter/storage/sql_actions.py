@@ -1,11 +1,11 @@
 """The audit log on SQL: append, whitelisted queries (newest first) and searches."""
 
-from typing import Any
+from dataclasses import fields
 
 from sqlalchemy import Connection, insert, select
 
 from arbiter.storage.action_search import ActionSearch, run_search
-from arbiter.storage.base import ActionFilter
+from arbiter.storage.base import ActionFilter, NewAction
 from arbiter.storage.records import ActionRecord
 from arbiter.storage.schema import actions
 
@@ -14,36 +14,9 @@ class SqlActionStore:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
 
-    def add(
-        self,
-        *,
-        time: float,
-        action: str,
-        username: str,
-        message: str = "",
-        run_id: str | None = None,
-        run: str | None = None,
-        task_id: int | None = None,
-        worker: str | None = None,
-        user: str | None = None,
-        data: Any = None,
-    ) -> int:
-        statement = (
-            insert(actions)
-            .values(
-                time=time,
-                action=action,
-                username=username,
-                message=message,
-                run_id=run_id,
-                run=run,
-                task_id=task_id,
-                worker=worker,
-                user=user,
-                data=data,
-            )
-            .returning(actions.c.id)
-        )
+    def add(self, entry: NewAction) -> int:
+        values = {field.name: getattr(entry, field.name) for field in fields(NewAction)}
+        statement = insert(actions).values(values).returning(actions.c.id)
         action_id: int = self._connection.execute(statement).scalar_one()
         return action_id
 

@@ -34,6 +34,12 @@ class SqlImportStore:
     def add_nets(self, records: list[NetRecord]) -> None:
         insert_missing(self._connection, nets, _rows(records))
 
+    def taken_usernames(self, keys: list[str]) -> dict[str, str]:
+        """Of these case-folded names, those an account holds: key -> its name."""
+        query = select(users.c.username_key, users.c.username)
+        rows = self._connection.execute(query.where(users.c.username_key.in_(keys)))
+        return {row.username_key: row.username for row in rows}
+
     def add_users(self, rows: list[dict[str, Any]]) -> None:
         """Rows of every column but `id`; a name taken in any case keeps its account."""
         insert_missing(self._connection, users, rows)

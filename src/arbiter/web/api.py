@@ -15,11 +15,11 @@ from starlette.responses import Response
 from arbiter.domain.accounts import User
 from arbiter.protocol import WORKER_VERSION
 from arbiter.protocol.messages import VersionRequest, WorkerRequest
+from arbiter.runtime.state import AppState
 from arbiter.stats.calculator import CalcEloError, calc_elo
 from arbiter.web.access_log import note_user
 from arbiter.web.errors import ApiError
 from arbiter.web.jsonio import json_reply, read_body
-from arbiter.web.state import AppState
 
 
 def app_state(request: Request) -> AppState:

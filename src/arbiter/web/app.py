@@ -30,17 +30,19 @@ from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arbiter.domain.accounts import ActiveSession
-from arbiter.storage.lease import PrimaryLease, primary_lease
-from arbiter.storage.request_bounds import RequestQueries, serving
-from arbiter.telemetry import time_collector_pauses
-from arbiter.web.access_log import AccessLog
-from arbiter.web.bootstrap import (
+from arbiter.runtime.bootstrap import (
     JobTable,
     default_jobs,
     flush_before_close,
     open_state,
     start_jobs,
 )
+from arbiter.runtime.settings import Settings, SettingsError
+from arbiter.runtime.state import AppState
+from arbiter.storage.lease import PrimaryLease, primary_lease
+from arbiter.storage.request_bounds import RequestQueries, serving
+from arbiter.telemetry import time_collector_pauses
+from arbiter.web.access_log import AccessLog
 from arbiter.web.errors import exception_handlers
 from arbiter.web.lease import LeaseKeeper, paused_without_lease
 from arbiter.web.metrics import AppMetrics
@@ -60,8 +62,6 @@ from arbiter.web.redirects import relative_slash_redirects
 from arbiter.web.request_id import RequestIdMiddleware
 from arbiter.web.routes import PATH_BODY_LIMITS, UPLOAD_PATHS, routes
 from arbiter.web.sessions import EndedSessionRedirectMiddleware, SessionMiddleware
-from arbiter.web.settings import Settings, SettingsError
-from arbiter.web.state import AppState
 from arbiter.web.templating import compile_templates
 from arbiter.web.worker_calls import WorkerCalls, WorkerGuards, is_worker_call, worker_routes
 

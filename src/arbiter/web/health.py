@@ -13,11 +13,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from arbiter.runtime.state import AppState
 from arbiter.storage.migrate import schema_status
 from arbiter.web.api import app_state, client_address
 from arbiter.web.metrics import AppMetrics, address_allowed, threadpool_gauges
 from arbiter.web.overload import LoopLag
-from arbiter.web.state import AppState
 
 NO_STORE = {"cache-control": "no-store"}
 

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from arbiter.jobs import Job
+from arbiter.runtime.state import AppState
 from arbiter.storage import Storage, StorageError
 from arbiter.storage.lease import PrimaryLease
-from arbiter.web.state import AppState
 
 log = logging.getLogger("arbiter.lease")
 

@@ -31,8 +31,8 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from starlette.routing import Mount, Route
 from starlette.types import Scope
 
+from arbiter.runtime.settings import Network
 from arbiter.telemetry import PROCESS_WIDE
-from arbiter.web.settings import Network
 
 # Latency buckets from a beat (sub-millisecond) to a slow page or upload.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

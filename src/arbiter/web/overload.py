@@ -27,10 +27,10 @@ from collections.abc import Callable
 from starlette.types import Scope, Send
 
 from arbiter.domain.runs.scheduler import too_busy
+from arbiter.runtime.settings import OVERLOAD_LAG_MS
 from arbiter.telemetry import SHED_TOO_BUSY, SHED_UNAVAILABLE
 from arbiter.web.middleware import request_started_at, send_body, send_error
 from arbiter.web.replies import json_body
-from arbiter.web.settings import OVERLOAD_LAG_MS
 
 LAG_PERIOD = 0.1  # s between the lag monitor's timers (a fifth of the limit: 10 wake-ups a second)
 LAG_LIMIT = OVERLOAD_LAG_MS / 1000  # s late, by default: the loop has that much work queued

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from starlette.concurrency import run_in_threadpool
 
 from arbiter.domain.accounts import User
-from arbiter.web.state import AppState
+from arbiter.runtime.state import AppState
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from arbiter.domain.files.stored import BOOK, DatabaseFiles, FileStore, StoredFi
 from arbiter.domain.files.upload_quota import NO_QUOTA, UploadQuota
 from arbiter.domain.run_args import DEFAULT_BOOK  # shipped, see scripts/make_default_book.py
 from arbiter.storage import Storage, Tx
+from arbiter.storage.base import NewAction
 from arbiter.storage.errors import DuplicateKey
 from arbiter.storage.records import BookRecord
 
@@ -212,10 +213,12 @@ class BookLibrary:
             tx.kv.set(KV_KEY, catalogue_document(catalogue))
             record(
                 tx,
-                time=self._clock(),
-                action="system_event",
-                username=username,
-                message=f"book catalogue imported: {len(catalogue)} books",
+                NewAction(
+                    time=self._clock(),
+                    action="system_event",
+                    username=username,
+                    message=f"book catalogue imported: {len(catalogue)} books",
+                ),
             )
         self._set_catalogue(catalogue)
         return len(catalogue)
@@ -265,10 +268,12 @@ class BookLibrary:
             tx.books.add(book)
             record(
                 tx,
-                time=book.uploaded_at,
-                action="upload_book",
-                username=book.username,
-                message=f"{book.name} ({book.total} positions, {book.size} bytes)",
+                NewAction(
+                    time=book.uploaded_at,
+                    action="upload_book",
+                    username=book.username,
+                    message=f"{book.name} ({book.total} positions, {book.size} bytes)",
+                ),
             )
 
         already = ValidationError("name", f"{book.name} is already uploaded")

@@ -20,6 +20,7 @@ from arbiter.domain.files.staging import StagedUpload
 from arbiter.domain.files.stored import NET, DatabaseFiles, FileStore, StoredFile
 from arbiter.domain.files.upload_quota import NO_QUOTA, UploadQuota
 from arbiter.storage import Storage, Tx
+from arbiter.storage.base import NewAction
 from arbiter.storage.errors import DuplicateKey
 from arbiter.storage.records import NetRecord, NetSearch
 
@@ -88,11 +89,13 @@ class NetLibrary:
             tx.nets.add(net)
             record(
                 tx,
-                time=net.uploaded_at,
-                action="upload_nn",
-                username=net.username,
-                message=f"{net.name} ({net.size} bytes)",
-                data={"nn": net.name},  # the reference's upload_nn names it so
+                NewAction(
+                    time=net.uploaded_at,
+                    action="upload_nn",
+                    username=net.username,
+                    message=f"{net.name} ({net.size} bytes)",
+                    data={"nn": net.name},
+                ),  # the reference's upload_nn names it so
             )
 
         already = ValidationError("name", f"{net.name} is already uploaded")

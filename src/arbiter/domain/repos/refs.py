@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from arbiter.domain.errors import ValidationError
+from arbiter.domain.repos.git_names import check_ref, is_full_sha, is_short_sha
 from arbiter.domain.repos.runner import run_git
-from arbiter.domain.run_args import check_ref, is_full_sha, is_short_sha
 from arbiter.protocol.repo_policy import Target
 
 _LINE = re.compile(r"(?P<sha>[0-9a-f]{40})\t(?P<ref>\S+)")

@@ -22,7 +22,7 @@ threadpool (or the results thread, inside `write_changes`).
 from collections.abc import Iterable, Iterator
 
 from arbiter.domain.errors import ValidationError
-from arbiter.domain.run_args import parse_time_control
+from arbiter.domain.time_control import parse_time_control
 from arbiter.storage import Storage, Tx
 from arbiter.storage.base import Contribution, day_of
 from arbiter.storage.records import RunRecord, TaskRecord

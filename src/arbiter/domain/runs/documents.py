@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from arbiter.domain.run_args import RunArgs, option_value
+from arbiter.domain.runs.totals import NO_AGGREGATES
 from arbiter.stats.scheduling import tc_ratio
 from arbiter.stats.sprt import new_sprt
 from arbiter.stats.spsa import SpsaParam
@@ -100,7 +101,7 @@ def param_document(param: SpsaParam) -> dict[str, Any]:
 
 def scheduling_ratio(args: dict[str, Any]) -> float:
     """tc_ratio of the run (game length × threads relative to 10+0.1)."""
-    from arbiter.domain.run_args import parse_time_control
+    from arbiter.domain.time_control import parse_time_control
 
     tc = parse_time_control(args["tc"]).scheduling_tc()
     return tc_ratio(tc, int(args["threads"]))
@@ -132,16 +133,7 @@ def new_run_record(run_id: str, username: str, args: dict[str, Any], now: float)
         failures=0,
         is_green=False,
         is_yellow=False,
-        workers=0,
-        cores=0,
-        committed_games=0,
-        total_games=0,
-        wins=0,
-        losses=0,
-        draws=0,
-        crashes=0,
-        time_losses=0,
-        pentanomial=(0, 0, 0, 0, 0),
+        **NO_AGGREGATES,
         nps=0.0,
         games_per_minute=0.0,
         args=args,

@@ -31,6 +31,7 @@ from arbiter.protocol.workers import worker_names
 from arbiter.stats.purge import crash_or_time
 from arbiter.stats.results import result_problems
 from arbiter.stats.sprt import sprt_results, update_sprt
+from arbiter.storage.base import NewAction
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 STOP_RUN_CPU_HOURS = 1000.0  # a worker's user needs this much contributed to stop a run
@@ -254,7 +255,7 @@ class ResultIngest:
             self.check_owner(worker, run_id, task_id)
             entry.update(run_id=run_id, run=self._label(run_id), task_id=task_id)
         with self._context.storage.write() as tx:
-            actions.record(tx, **entry)
+            actions.record(tx, NewAction(**entry))
         return {}
 
     def check_owner(self, worker: WorkerInfo, run_id: str, task_id: int) -> None:

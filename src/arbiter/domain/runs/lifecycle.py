@@ -37,6 +37,7 @@ from arbiter.domain.runs.outcome import finish, is_undecided, run_action
 from arbiter.domain.runs.purging import auto_purge_action, auto_purges, purge_into
 from arbiter.domain.runs.registry import Change, RunContext, RunState
 from arbiter.domain.runs.totals import recompute
+from arbiter.storage.base import NewAction
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 
@@ -346,7 +347,7 @@ def _describe(run: RunRecord) -> str:
 def _record(tx: Any, entry: dict[str, Any]) -> None:
     from arbiter.domain import actions
 
-    actions.record(tx, **entry)
+    actions.record(tx, NewAction(**entry))
 
 
 def _now(lifecycle: RunLifecycle) -> float:

@@ -1,10 +1,10 @@
 """Periodic upkeep of live runs (run by the job scheduler, in its own executor):
 reclaim tasks whose worker went silent, refresh each run's share (itp) and rates."""
 
-from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.documents import scheduling_ratio
 from arbiter.domain.runs.ingest import deactivate
 from arbiter.domain.runs.registry import LEASE_SECONDS, Change, RunContext, RunState
+from arbiter.domain.time_control import parse_time_control
 from arbiter.stats.scheduling import internal_throughput
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
 

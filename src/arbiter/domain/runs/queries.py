@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arbiter.domain.errors import NotFound
-from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs import bad_tasks, chi2_summaries, code_view, task_table
 from arbiter.domain.runs.code_view import CodeView
 from arbiter.domain.runs.documents import run_view, task_view
@@ -20,6 +19,7 @@ from arbiter.domain.runs.outcome import sprt_elo_of
 from arbiter.domain.runs.ranking import NO_GAMES, NOT_APPROVED
 from arbiter.domain.runs.registry import RunContext, RunState
 from arbiter.domain.runs.task_table import TaskQuery, TaskSlice
+from arbiter.domain.time_control import parse_time_control
 from arbiter.stats.purge import Chi2Result, aggregate_rows, chi2_residuals, worker_row
 from arbiter.stats.sprt_forecast import sprt_forecast
 from arbiter.storage import Tx

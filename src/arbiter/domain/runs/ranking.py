@@ -11,9 +11,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from arbiter.domain.run_args import parse_time_control
 from arbiter.domain.runs.documents import hash_mib
 from arbiter.domain.runs.registry import RunState
+from arbiter.domain.time_control import parse_time_control
 from arbiter.protocol.messages import WorkerInfo
 from arbiter.protocol.repo_policy import is_github_repository
 from arbiter.stats.scheduling import memory_need, task_size

@@ -22,7 +22,7 @@ from arbiter.domain.profile_fields import username_key
 from arbiter.domain.runs import bad_tasks, contribution_totals
 from arbiter.domain.runs.totals import apply_change
 from arbiter.storage import Storage, Tx
-from arbiter.storage.base import Contribution
+from arbiter.storage.base import Contribution, NewAction
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
 LEASE_SECONDS = 360.0  # a task silent this long is reclaimed (reference 7.1)
@@ -230,7 +230,7 @@ def write_changes(tx: Tx, changes: list[tuple[RunState, Change]]) -> None:
         if change.purged:
             bad_tasks.append(tx, change.run.id, change.purged)
         for entry in change.log:
-            actions.record(tx, **entry)
+            actions.record(tx, NewAction(**entry))
 
 
 def _contribution_changes(changes: list[tuple[RunState, Change]]) -> list[Contribution]:

@@ -43,7 +43,7 @@ class Runs:
         approval: ApprovalPolicy | None = None,
     ) -> None:
         """`code`: how submissions read their commits; the server builds it from
-        its settings (`web/bootstrap.code_source`), tools and tests get one for
+        its settings (`runtime/bootstrap.code_source`), tools and tests get one for
         local repositories."""
         books = books or AnyBook()
         self.code = code or local_code_source()

@@ -6,22 +6,10 @@ task's contribution; `recompute` rebuilds them from all tasks, which start-up
 uses to verify and repair what storage holds.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
-
-AGGREGATE_FIELDS = (
-    "workers",
-    "cores",
-    "committed_games",
-    "total_games",
-    "wins",
-    "losses",
-    "draws",
-    "crashes",
-    "time_losses",
-    "pentanomial",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +24,12 @@ class Contribution:
     crashes: int = 0
     time_losses: int = 0
     pentanomial: tuple[int, ...] = (0, 0, 0, 0, 0)
+
+
+# The run's fields that sum its tasks' contributions (pentanomial last), and
+# their values for a run without tasks.
+AGGREGATE_FIELDS = tuple(field.name for field in fields(Contribution))
+NO_AGGREGATES: dict[str, Any] = {name: getattr(Contribution(), name) for name in AGGREGATE_FIELDS}
 
 
 def games_played(task: TaskRecord) -> int:
@@ -77,19 +71,7 @@ def apply_change(run: RunRecord, old: TaskRecord | None, new: TaskRecord | None)
 
 def recompute(run: RunRecord, tasks: list[TaskRecord]) -> RunRecord:
     """The run with every aggregate rebuilt from `tasks`."""
-    zeroed = evolve(
-        run,
-        workers=0,
-        cores=0,
-        committed_games=0,
-        total_games=0,
-        wins=0,
-        losses=0,
-        draws=0,
-        crashes=0,
-        time_losses=0,
-        pentanomial=(0, 0, 0, 0, 0),
-    )
+    zeroed = evolve(run, **NO_AGGREGATES)
     for task in tasks:
         zeroed = apply_change(zeroed, None, task)
     return zeroed

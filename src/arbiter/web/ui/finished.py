@@ -17,10 +17,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.runs.queries import FinishedPage
+from arbiter.runtime.state import AppState
 from arbiter.storage.base import FinishedRunFilter
 from arbiter.storage.records import RunRecord
 from arbiter.web.api import app_state
-from arbiter.web.state import AppState
 from arbiter.web.templating import render
 from arbiter.web.ui import run_format
 

@@ -16,8 +16,8 @@ from starlette.responses import Response
 from arbiter.domain.errors import NotFound
 from arbiter.domain.runs.approval import approve_refusal
 from arbiter.domain.runs.task_table import TaskQuery
+from arbiter.runtime.state import AppState
 from arbiter.web.api import app_state
-from arbiter.web.state import AppState
 from arbiter.web.templating import render
 from arbiter.web.ui import run_charts, run_code, run_format, run_view
 from arbiter.web.ui.forms import current_user

@@ -12,12 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from arbiter.domain.run_args import (
-    DEFAULT_BOOK,
-    DEFAULT_BOOK_DEPTH,
-    DEFAULT_GAMES,
-    option_value,
-)
+from arbiter.domain.run_args import DEFAULT_BOOK, DEFAULT_BOOK_DEPTH, DEFAULT_GAMES, option_value
 from arbiter.stats.spsa import DEFAULT_A_RATIO, DEFAULT_ALPHA, DEFAULT_GAMMA
 
 CUSTOM = "custom"

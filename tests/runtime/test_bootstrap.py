@@ -10,9 +10,7 @@ import pytest
 from arbiter.domain.files.bucket_files import BucketFiles
 from arbiter.domain.files.stored import DatabaseFiles
 from arbiter.domain.files.worker_package import public_key_of
-from arbiter.storage import Storage
-from arbiter.storage.engine import make_engine
-from arbiter.web.bootstrap import (
+from arbiter.runtime.bootstrap import (
     WORKER_PROOF_KEY_FILE,
     WORKER_SIGNING_KEY_FILE,
     configured_bucket,
@@ -20,7 +18,9 @@ from arbiter.web.bootstrap import (
     load_worker_proofs,
     worker_signing_key,
 )
-from arbiter.web.settings import Settings, SettingsError
+from arbiter.runtime.settings import Settings, SettingsError
+from arbiter.storage import Storage
+from arbiter.storage.engine import make_engine
 
 
 def bucket_settings(**changes: str) -> Settings:

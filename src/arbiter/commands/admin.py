@@ -3,8 +3,6 @@
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from arbiter.domain.actions import SYSTEM_USER
@@ -13,42 +11,21 @@ from arbiter.domain.files import worker_package
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.data_dir_import import import_data_dir_files
 from arbiter.domain.runs import chi2_summaries, contribution_totals
+from arbiter.runtime.bootstrap import (
+    check_files,
+    file_store,
+    make_accounts,
+    open_storage,
+    settings_from_args,
+    worker_signing_key,
+)
+from arbiter.runtime.settings import Settings, SettingsError
 from arbiter.storage import Storage
 from arbiter.storage.backup import BackupError, backup, restore
 from arbiter.storage.engine import describe_url, make_engine, probe
 from arbiter.storage.errors import DatabaseNotOpened, LeaseHeld
 from arbiter.storage.migrate import schema_status, upgrade
 from arbiter.storage.object_store import ObjectStoreError
-from arbiter.web.bootstrap import (
-    check_files,
-    file_store,
-    make_accounts,
-    prepare_database,
-    worker_signing_key,
-)
-from arbiter.web.settings import Settings, SettingsError
-
-
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    return Settings.from_env(
-        data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
-        database_url=getattr(args, "database_url", None),
-        host=getattr(args, "host", None),
-        port=getattr(args, "port", None),
-        role=getattr(args, "role", None),
-    )
-
-
-@contextmanager
-def open_storage(settings: Settings, *, migrate_empty: bool = True) -> Iterator[Storage]:
-    engine = make_engine(settings.resolved_database_url, pool_size=2)
-    try:
-        probe(engine)
-        if migrate_empty:
-            prepare_database(engine)
-        yield Storage(engine)
-    finally:
-        engine.dispose()
 
 
 def run_admin_command(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from arbiter.web.settings import Settings, SettingsError, half_the_cpus, parse_networks
+from arbiter.runtime.settings import Settings, SettingsError, half_the_cpus, parse_networks
 
 # The documented defaults (docs/operations.md), except argon2_concurrency (the CPUs).
 DEFAULTS: dict[str, Any] = {

@@ -18,14 +18,13 @@ import uvicorn
 from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp
 
-from arbiter.admin import settings_from_args
+from arbiter.runtime.bootstrap import check_files, open_database, settings_from_args
+from arbiter.runtime.settings import Settings, SettingsError
 from arbiter.storage import StorageError
 from arbiter.storage.lease import primary_lease
 from arbiter.web.app import create_app, require_single_process_on_primary
-from arbiter.web.bootstrap import check_files, open_database
 from arbiter.web.connection_limits import ConnectionLimits, protocol_class, raise_fd_limit
 from arbiter.web.logs import JsonFormatter, configure_logging
-from arbiter.web.settings import Settings, SettingsError
 
 BACKLOG = 16384
 DEFAULT_LIMITS = ConnectionLimits()

@@ -5,14 +5,13 @@ import sys
 import time
 from pathlib import Path
 
-from arbiter.admin import open_storage, settings_from_args
 from arbiter.importer.check import check_import
 from arbiter.importer.dump import DumpError, find_collections
 from arbiter.importer.fishtest import FishtestImport, ImportOptions, TargetNotEmpty
 from arbiter.importer.progress import Progress
+from arbiter.runtime.bootstrap import open_storage, password_hasher, settings_from_args
+from arbiter.runtime.settings import SettingsError
 from arbiter.storage.errors import DatabaseNotOpened
-from arbiter.web.bootstrap import password_hasher
-from arbiter.web.settings import SettingsError
 
 EXIT_DIFFERENCES = 1
 EXIT_REFUSED = 2

@@ -1,11 +1,14 @@
-"""Opening the process's state at start-up. Runs in the threadpool (blocking I/O)."""
+"""Opening the process's state at start-up, and the storage of offline commands.
+Runs in the threadpool (blocking I/O)."""
 
+import argparse
 import contextlib
 import logging
 import os
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,14 +40,14 @@ from arbiter.domain.webhooks import Webhooks
 from arbiter.jobs import Job, JobScheduler, job_table
 from arbiter.jobs.table import secondary_job_table
 from arbiter.protocol.repo_policy import RepoPolicy, parse_allow
+from arbiter.runtime.settings import Settings, SettingsError
+from arbiter.runtime.state import AppState
 from arbiter.storage import Storage
 from arbiter.storage.engine import describe_url, make_engine, probe
 from arbiter.storage.lease import PrimaryLease
 from arbiter.storage.migrate import SchemaStatus, schema_status, upgrade
 from arbiter.storage.object_store import Bucket, BucketSettings
 from arbiter.storage.repo_locks import repo_locks
-from arbiter.web.settings import Settings, SettingsError
-from arbiter.web.state import AppState
 
 log = logging.getLogger("arbiter")
 
@@ -401,3 +404,28 @@ def flush_before_close(state: AppState) -> None:
         return
     if written:
         log.info("wrote %d counted download(s) at shutdown", written)
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """A command's settings: the environment's, with its command-line options."""
+    return Settings.from_env(
+        data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
+        database_url=getattr(args, "database_url", None),
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        role=getattr(args, "role", None),
+    )
+
+
+@contextmanager
+def open_storage(settings: Settings, *, migrate_empty: bool = True) -> Iterator[Storage]:
+    """The database of an offline command (an import, an operator's command, a
+    benchmark's fill), migrated if empty; disposed of on leaving."""
+    engine = make_engine(settings.resolved_database_url, pool_size=2)
+    try:
+        probe(engine)
+        if migrate_empty:
+            prepare_database(engine)
+        yield Storage(engine)
+    finally:
+        engine.dispose()

@@ -16,8 +16,8 @@ from arbiter.domain.follows import Follows
 from arbiter.domain.runs.service import Runs
 from arbiter.domain.webhooks import Webhooks
 from arbiter.jobs import JobScheduler
+from arbiter.runtime.settings import Settings
 from arbiter.storage import Storage
-from arbiter.web.settings import Settings
 
 
 @dataclass
