@@ -6,6 +6,7 @@ test suite uses); this module adds pinning, the raw-ASGI baseline and metrics.
 """
 
 import argparse
+import datetime
 import os
 import platform
 import statistics
@@ -264,7 +265,8 @@ def machine(*, pinned: bool = True) -> str:
     )
     return (
         f"{os.cpu_count()} vCPU ({model}), {_memory_gib()} GiB, Linux {platform.release()},"
-        f" Python {platform.python_version()}; {where}; other engineers' jobs shared the machine"
+        f" Python {platform.python_version()}; {where}; other engineers' jobs shared the machine;"
+        f" measured on {datetime.date.today().isoformat()}"
     )
 
 
