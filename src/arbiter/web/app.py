@@ -19,8 +19,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
@@ -128,78 +129,121 @@ class ArbiterApp(Starlette):
             await super().__call__(scope, receive, send)
 
 
-def create_app(
-    settings: Settings,
-    *,
-    job_table: JobTable = default_jobs,
-    tune_runtime: bool = False,
-    lease: PrimaryLease | None = None,
-) -> Starlette:
-    """The app; `job_table` replaces the primary's jobs (tests). `tune_runtime` is for
-    the server process (`arbiter serve`), not for tests that build many apps.
-    `lease`: the primary's lease, already taken (web/lease.py keeps it)."""
-    require_single_process_on_primary(settings, dict(os.environ))
-    holder: dict[str, AppState] = {}
-    keeper = LeaseKeeper(lease, settings.lease_check_seconds) if lease is not None else None
-    if keeper is not None:
-        job_table = paused_without_lease(job_table, keeper)
+class _Holder:
+    """The process's state once the lifespan has built it, for what the app's
+    parts ask of it before and after (sessions, the shutdown guard)."""
 
-    def state() -> AppState:
-        return holder["state"]
+    def __init__(self) -> None:
+        self.state: AppState | None = None
 
-    def resolve_session(session_id: str) -> ActiveSession | None:
-        return state().accounts.resolve_session(session_id)
+    def get(self) -> AppState:
+        assert self.state is not None, "the app state is built by the lifespan"
+        return self.state
+
+    def is_shutting_down(self) -> bool:
+        return self.state is not None and self.state.shutting_down
+
+    def resolve_session(self, session_id: str) -> ActiveSession | None:
+        return self.get().accounts.resolve_session(session_id)
+
+
+@dataclass(frozen=True)
+class _Serving:
+    """What the lifespan starts and stops besides the state."""
+
+    settings: Settings
+    job_table: JobTable
+    keeper: LeaseKeeper | None
+    lag: LoopLag
+    tune_runtime: bool
+
+
+def _lifespan(
+    holder: _Holder, serving: _Serving
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    settings, keeper = serving.settings, serving.keeper
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threadpool_tokens
         _register_stack_dump()
-        holder["state"] = await run_in_threadpool(open_state, settings)
-        app.state.arbiter = holder["state"]
+        state = holder.state = await run_in_threadpool(open_state, settings)
+        app.state.arbiter = state
         if keeper is not None:
-            holder["state"].lease_held = lambda: keeper.serving
-            await run_in_threadpool(keeper.start, holder["state"].storage)
-        holder["state"].jobs = await run_in_threadpool(start_jobs, holder["state"], job_table)
+            state.lease_held = lambda: keeper.serving
+            await run_in_threadpool(keeper.start, state.storage)
+        state.jobs = await run_in_threadpool(start_jobs, state, serving.job_table)
         compiling: asyncio.Future[None] | None = None
-        if tune_runtime:
+        if serving.tune_runtime:
             _tune_runtime_for_serving()
             compiling = asyncio.ensure_future(run_in_threadpool(compile_templates))
-        lag.start()
+        serving.lag.start()
         log.info(
             "arbiter %s ready (database %s; threadpool of %d threads)",
             settings.role,
-            holder["state"].engine.url.render_as_string(),
+            state.engine.url.render_as_string(),
             anyio.to_thread.current_default_thread_limiter().total_tokens,  # as applied
         )
         try:
             yield
         finally:
-            holder["state"].shutting_down = True
+            state.shutting_down = True
             if compiling is not None:
                 await compiling
-            await lag.stop()
+            await serving.lag.stop()
             await asyncio.sleep(DRAIN_SECONDS)
-            holder["state"].runs.code.work.shutdown()
-            if holder["state"].jobs is not None:
-                await run_in_threadpool(holder["state"].jobs.stop, JOBS_STOP_SECONDS)
-            await run_in_threadpool(flush_before_close, holder["state"])
-            await run_in_threadpool(holder["state"].runs.close)
-            if keeper is not None:
-                await run_in_threadpool(keeper.stop)
-            await run_in_threadpool(holder["state"].engine.dispose)
+            await _shut_down(state, keeper)
 
-    def is_shutting_down() -> bool:
-        return "state" in holder and state().shutting_down
+    return lifespan
 
-    lease_held = (lambda: keeper.serving) if keeper is not None else None
-    body_limits = BodyLimits(
-        settings.max_body_bytes, settings.max_upload_bytes, UPLOAD_PATHS, PATH_BODY_LIMITS
-    )
-    # What every page and API request passes; worker calls pass the same checks
-    # in one object, and are turned away while the loop lags (web/worker_calls.py).
-    guards = [
+
+async def _shut_down(state: AppState, keeper: LeaseKeeper | None) -> None:
+    """After the drain: jobs, then the download counts, runs, lease and engine."""
+    state.runs.code.work.shutdown()
+    if state.jobs is not None:
+        await run_in_threadpool(state.jobs.stop, JOBS_STOP_SECONDS)
+    await run_in_threadpool(flush_before_close, state)
+    await run_in_threadpool(state.runs.close)
+    if keeper is not None:
+        await run_in_threadpool(keeper.stop)
+    await run_in_threadpool(state.engine.dispose)
+
+
+def _middleware(
+    settings: Settings,
+    holder: _Holder,
+    guards: list[Middleware],
+    observers: list[RequestObserver],
+) -> list[Middleware]:
+    """The page and API stack, outermost first (worker calls skip it)."""
+    return [
+        Middleware(RequestIdMiddleware),
+        # Outermost but for the request id (in every line below): sees every reply.
+        Middleware(ObservedRequestsMiddleware, observers=observers),
+        Middleware(HeadMethodMiddleware),
+        *guards,
+        Middleware(
+            SessionMiddleware,
+            secret=lambda: holder.get().secret_key,
+            resolve=holder.resolve_session,
+            secure=settings.secure_cookies,
+            remember_seconds=settings.session_days * 86400,
+        ),
+        Middleware(EndedSessionRedirectMiddleware),
+    ]
+
+
+def _guards(
+    settings: Settings,
+    holder: _Holder,
+    body_limits: BodyLimits,
+    lease_held: Callable[[], bool] | None,
+) -> list[Middleware]:
+    """What every page and API request passes; worker calls pass the same
+    checks in one object (`WorkerGuards`)."""
+    return [
         Middleware(RequestStateMiddleware),
-        Middleware(ShutdownGuardMiddleware, is_shutting_down=is_shutting_down),
+        Middleware(ShutdownGuardMiddleware, is_shutting_down=holder.is_shutting_down),
         Middleware(
             BodySizeLimitMiddleware,
             limit=body_limits.limit,
@@ -214,46 +258,49 @@ def create_app(
         ),
         Middleware(SecurityHeadersMiddleware),
     ]
-    table = routes()
-    handlers = exception_handlers()
-    lag = LoopLag(settings.overload_lag_ms / 1000)
-    metrics = AppMetrics()
+
+
+def create_app(
+    settings: Settings,
+    *,
+    job_table: JobTable = default_jobs,
+    tune_runtime: bool = False,
+    lease: PrimaryLease | None = None,
+) -> Starlette:
+    """The app; `job_table` replaces the primary's jobs (tests). `tune_runtime` is for
+    the server process (`arbiter serve`), not for tests that build many apps.
+    `lease`: the primary's lease, already taken (web/lease.py keeps it)."""
+    require_single_process_on_primary(settings, dict(os.environ))
+    holder = _Holder()
+    keeper = LeaseKeeper(lease, settings.lease_check_seconds) if lease is not None else None
+    if keeper is not None:
+        job_table = paused_without_lease(job_table, keeper)
+    lease_held = (lambda: keeper.serving) if keeper is not None else None
+    body_limits = BodyLimits(
+        settings.max_body_bytes, settings.max_upload_bytes, UPLOAD_PATHS, PATH_BODY_LIMITS
+    )
+    table, handlers = routes(), exception_handlers()
+    lag, metrics = LoopLag(settings.overload_lag_ms / 1000), AppMetrics()
     observers: list[RequestObserver] = [metrics.observe_request]
     if settings.access_log:
         observers.insert(0, AccessLog())
-    worker_calls = WorkerCalls(
-        worker_routes(table),
-        handlers,
-        WorkerGuards(
-            lag=lag,
-            is_shutting_down=is_shutting_down,
-            body_limits=body_limits,
-            is_primary=settings.is_primary,
-            lease_held=lease_held,
-        ),
-        observers,
+    # Worker calls pass the page stack's checks in one object, and are turned
+    # away while the loop lags (web/worker_calls.py).
+    guards = WorkerGuards(
+        lag=lag,
+        is_shutting_down=holder.is_shutting_down,
+        body_limits=body_limits,
+        is_primary=settings.is_primary,
+        lease_held=lease_held,
     )
-    middleware = [
-        Middleware(RequestIdMiddleware),
-        # Outermost but for the request id (in every line below): sees every reply.
-        Middleware(ObservedRequestsMiddleware, observers=observers),
-        Middleware(HeadMethodMiddleware),
-        *guards,
-        Middleware(
-            SessionMiddleware,
-            secret=lambda: state().secret_key,
-            resolve=resolve_session,
-            secure=settings.secure_cookies,
-            remember_seconds=settings.session_days * 86400,
-        ),
-        Middleware(EndedSessionRedirectMiddleware),
-    ]
     app = ArbiterApp(
-        worker_calls,
+        WorkerCalls(worker_routes(table), handlers, guards, observers),
         routes=table,
-        middleware=middleware,
+        middleware=_middleware(
+            settings, holder, _guards(settings, holder, body_limits, lease_held), observers
+        ),
         exception_handlers=handlers,
-        lifespan=lifespan,
+        lifespan=_lifespan(holder, _Serving(settings, job_table, keeper, lag, tune_runtime)),
     )
     app.state.metrics = metrics
     app.state.loop_lag = lag
