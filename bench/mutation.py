@@ -84,8 +84,8 @@ TARGETS = {
         "defaults and validation of every ARBITER_* setting",
     ),
     "accounts": Target(
-        "src/arbiter/domain/accounts.py",
-        ("tests/domain/test_accounts.py", "tests/domain/test_accounts_guard.py"),
+        "src/arbiter/domain/accounts/*",
+        ("tests/domain/accounts/test_accounts.py", "tests/domain/accounts/test_guard.py"),
         "passwords, sessions, tokens; unknown names cost what wrong passwords cost",
     ),
     "admission": Target(

@@ -35,7 +35,7 @@ ENDPOINT_FRAMES = (
     ("beat", "beat", "arbiter/domain/runs/ingest.py"),
     ("failed_task", "failed_task", "arbiter/web/worker_api.py"),
     ("authentication", "authenticated_worker", "arbiter/web/api.py"),
-    ("authentication", "authenticate_worker", "arbiter/domain/accounts.py"),
+    ("authentication", "authenticate_worker", "arbiter/domain/accounts/authentication.py"),
 )
 ENDPOINTS = sorted({endpoint for endpoint, _, _ in ENDPOINT_FRAMES})
 

@@ -1,4 +1,4 @@
-"""The services, on plain values: accounts (`accounts.py`), the audit log
+"""The services, on plain values: accounts (`accounts/`), the audit log
 (`actions.py`), runs and their tasks (`runs/`), files the workers fetch or send
 (`files/`), reading submitted code (`repos/`), webhooks, follows, worker
 blocks, and the validation of what users submit (`run_args.py`).
