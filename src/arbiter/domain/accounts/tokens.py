@@ -1,30 +1,15 @@
 """Worker tokens: made once and shown once (only their SHA-256 is kept), listed,
 revoked. Runs in the threadpool."""
 
-from collections.abc import Callable
-
-from arbiter.domain.accounts.authentication import Authentication
-from arbiter.domain.accounts.passwords import Passwords, account
+from arbiter.domain.accounts.part import AccountPart
+from arbiter.domain.accounts.passwords import account
 from arbiter.domain.accounts.views import TokenInfo
 from arbiter.domain.credentials import digest, new_worker_token
 from arbiter.domain.errors import NotFound
 from arbiter.domain.profile_fields import check_token_label
-from arbiter.storage import Storage
 
 
-class Tokens:
-    def __init__(
-        self,
-        storage: Storage,
-        passwords: Passwords,
-        authentication: Authentication,
-        clock: Callable[[], float],
-    ) -> None:
-        self._storage = storage
-        self._passwords = passwords
-        self._authentication = authentication
-        self._clock = clock
-
+class Tokens(AccountPart):
     def create_own(
         self, username: str, password: str, label: str = "", *, address: str = ""
     ) -> str:

@@ -2,31 +2,17 @@
 block, reading them, and a user's own password and profile. A state change and
 its audit action commit in one transaction. Runs in the threadpool."""
 
-from collections.abc import Callable
-
-from arbiter.domain.accounts.authentication import Authentication
-from arbiter.domain.accounts.passwords import Passwords, account, approver, audit
+from arbiter.domain.accounts.part import AccountPart
+from arbiter.domain.accounts.passwords import account, approver, audit
 from arbiter.domain.accounts.views import User
 from arbiter.domain.credentials import check_password_strength, digest
 from arbiter.domain.errors import PermissionDenied, ValidationError
 from arbiter.domain.profile_fields import check_email, check_tests_repo, check_username
-from arbiter.storage import DuplicateKey, Storage
+from arbiter.storage import DuplicateKey
 from arbiter.storage.base import NewUser
 
 
-class Users:
-    def __init__(
-        self,
-        storage: Storage,
-        passwords: Passwords,
-        authentication: Authentication,
-        clock: Callable[[], float],
-    ) -> None:
-        self._storage = storage
-        self._passwords = passwords
-        self._authentication = authentication
-        self._clock = clock
-
+class Users(AccountPart):
     def add(
         self,
         username: str,
