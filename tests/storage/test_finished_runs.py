@@ -127,3 +127,25 @@ def test_a_cursor_of_another_list_is_refused(storage: Storage) -> None:
         for bad in (page.older, "s1x", "1.0_zz", "nonsense"):
             with pytest.raises(ValueError, match="cursor"):
                 tx.runs.finished_slice(FinishedRunFilter(text="king", before=bad))
+
+
+@pytest.mark.parametrize("bound", [2, 3, 10])
+def test_a_searchs_first_page_counts_as_the_count_does(storage: Storage, bound: int) -> None:
+    """One reading of the text index gives the first page and its count: the
+    same page, cursors and count as asking for each apart."""
+    with storage.write() as tx:
+        for index in range(7):
+            args = {"info": "king" if index != 3 else "queen", "new_tag": f"b{index}"}
+            finished = index != 5  # a live run matches the words but is not listed
+            run = run_record(id=f"{index:024x}", finished=finished, last_updated=float(index))
+            tx.runs.add(replace_args(run, base_tag="master", **args))
+    search = FinishedRunFilter(text="king", limit=2)
+    with storage.read() as tx:
+        counted = tx.runs.finished_slice(search, count_up_to=bound)
+        apart = tx.runs.finished_slice(search)
+        count = tx.runs.count_finished(search, at_most=bound)
+        plain = tx.runs.finished_slice(FinishedRunFilter(limit=2), count_up_to=bound)
+    assert [run.id for run in counted.runs] == [run.id for run in apart.runs]
+    assert (counted.newer, counted.older) == (apart.newer, apart.older)
+    assert counted.counted == count == min(bound, 5)
+    assert plain.counted is None  # a plain list counts from its totals, not here

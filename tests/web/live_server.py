@@ -5,10 +5,16 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2 as httpx
+
+from arbiter.domain.accounts import Accounts
+from arbiter.runtime.bootstrap import make_accounts, open_storage
+from arbiter.runtime.settings import Settings
 
 PASSWORD = "correct horse battery staple 1729"
 CHEAP_HASHING = {"ARBITER_ARGON2_TIME_COST": "1", "ARBITER_ARGON2_MEMORY_KIB": "8"}
@@ -99,31 +105,25 @@ def stop(server: Server) -> None:
             server.process.wait()
 
 
+@contextmanager
+def accounts_of(data_dir: Path, database_url: str = "") -> Iterator[Accounts]:
+    """The accounts of a server's database, as `arbiter users` opens them (its
+    empty database migrated), in this process: the tests that run the command
+    itself are in tests/test_cli.py; here a Python start-up a call is saved."""
+    settings = Settings(
+        data_dir=data_dir, database_url=database_url, argon2_time_cost=1, argon2_memory_kib=8
+    )
+    with open_storage(settings) as storage:
+        yield make_accounts(storage, settings)
+
+
 def create_user(
     data_dir: Path, name: str, database_url: str = "", *, approver: bool = False
 ) -> None:
-    args = [
-        sys.executable,
-        "-m",
-        "arbiter",
-        "users",
-        "create",
-        name,
-        "--password-stdin",
-        "--data-dir",
-        str(data_dir),
-    ]
-    if database_url:
-        args += ["--database-url", database_url]
-    if approver:
-        args.append("--approver")
-    env = {**os.environ, **CHEAP_HASHING}
-    subprocess.run(args, input=PASSWORD + "\n", text=True, check=True, capture_output=True, env=env)
+    with accounts_of(data_dir, database_url) as accounts:
+        accounts.create_user(name, PASSWORD, approver=approver)
 
 
 def create_token(data_dir: Path, name: str, database_url: str = "") -> str:
-    args = [sys.executable, "-m", "arbiter", "users", "token", name, "--data-dir", str(data_dir)]
-    if database_url:
-        args += ["--database-url", database_url]
-    done = subprocess.run(args, text=True, check=True, capture_output=True, env=dict(os.environ))
-    return done.stdout.strip()
+    with accounts_of(data_dir, database_url) as accounts:
+        return accounts.create_token(name)

@@ -191,6 +191,9 @@ class FinishedSlice:
     runs: list[RunRecord]
     newer: str | None
     older: str | None
+    # The list's runs counted up to the bound asked for, when the page's own
+    # query could count them (a search's first page); else None.
+    counted: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,9 +264,11 @@ class RunStore(Protocol):
         submission first)."""
         ...
 
-    def finished_slice(self, run_filter: FinishedRunFilter) -> FinishedSlice:
+    def finished_slice(self, run_filter: FinishedRunFilter, count_up_to: int = 0) -> FinishedSlice:
         """A page of `finished` by keyset (`before`/`after`; `offset` unused).
-        ValueError for a cursor this list did not make."""
+        ValueError for a cursor this list did not make. With `count_up_to`, a
+        search's first page also counts its list up to that bound, from the
+        same reading of the text index."""
         ...
 
     def count_finished(self, run_filter: FinishedRunFilter, at_most: int) -> int:

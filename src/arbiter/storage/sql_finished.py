@@ -32,7 +32,7 @@ _RUN_ID_CHARS = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True)
-class _Listing:
+class Listing:
     """A finished list's query before paging, and how its rows are ordered."""
 
     query: Select[Any]
@@ -60,24 +60,24 @@ class _Listing:
             raise ValueError(f"not a list cursor: {cursor!r}") from None
 
 
-def listing(connection: Connection, run_filter: FinishedRunFilter) -> _Listing:
+def listing(connection: Connection, run_filter: FinishedRunFilter) -> Listing:
     search = run_search.matches(connection, run_filter.text) if run_filter.text else None
     owners = owners_like(connection, run_filter.user_contains)
     if search is None:
         query = _where(select(runs), run_filter, owners)
-        return _Listing(query, (runs.c.last_updated, runs.c.id), searching=False)
+        return Listing(query, (runs.c.last_updated, runs.c.id), searching=False)
     source, condition, key = search
     joined = source.join(runs, runs.c.id == run_words.c.run_id)
     query = select(runs, key.label("cursor_seq")).select_from(joined).where(condition)
-    return _Listing(_where(query, run_filter, owners), (key,), searching=True)
+    return Listing(_where(query, run_filter, owners), (key,), searching=True)
 
 
-def ordered(listing: _Listing, *, newest_first: bool = True) -> Select[Any]:
+def ordered(listing: Listing, *, newest_first: bool = True) -> Select[Any]:
     keys = [key.desc() if newest_first else key.asc() for key in listing.keys]
     return listing.query.order_by(*keys)
 
 
-def beyond(listing: _Listing, cursor: str, *, older: bool) -> Select[Any]:
+def beyond(listing: Listing, cursor: str, *, older: bool) -> Select[Any]:
     """The listing's rows older (or newer) than the row `cursor` was made from,
     written so that an index on the sort key serves it on both backends."""
     values = listing.parse(cursor)

@@ -162,10 +162,12 @@ class SqlRunStore:
         query = sql_finished.ordered(listing).offset(run_filter.offset).limit(run_filter.limit)
         return [_run(row) for row in self._connection.execute(query)]
 
-    def finished_slice(self, run_filter: FinishedRunFilter) -> FinishedSlice:
+    def finished_slice(self, run_filter: FinishedRunFilter, count_up_to: int = 0) -> FinishedSlice:
         listing = sql_finished.listing(self._connection, run_filter)
         back = bool(run_filter.after)
         cursor = run_filter.after or run_filter.before
+        if count_up_to and listing.searching and not cursor:
+            return self._first_search_page(listing, run_filter.limit, count_up_to)
         query = sql_finished.beyond(listing, cursor, older=not back) if cursor else listing.query
         listed = replace(listing, query=query)
         page = sql_finished.ordered(listed, newest_first=not back).limit(run_filter.limit + 1)
@@ -179,6 +181,24 @@ class SqlRunStore:
         newer = listing.cursor(rows[0]) if (more if back else bool(cursor)) else None
         older = listing.cursor(rows[-1]) if (back or more) else None
         return FinishedSlice([_run(row) for row in rows], newer, older)
+
+    def _first_search_page(
+        self, listing: sql_finished.Listing, limit: int, count_up_to: int
+    ) -> FinishedSlice:
+        """A search's first page and its count from one reading of the text
+        index (the costly part of a search: merging each word's postings):
+        the matches' ids in order up to the bound, then the page's rows."""
+        seq = listing.keys[0].label("cursor_seq")
+        ids = sql_finished.ordered(listing).with_only_columns(runs.c.id, seq)
+        found: list[Row[Any]] = list(
+            self._connection.execute(ids.limit(max(count_up_to, limit + 1)))
+        )
+        shown = [row.id for row in found[:limit]]
+        rows = self._connection.execute(select(runs).where(runs.c.id.in_(shown)))
+        by_id = {row.id: _run(row) for row in rows}
+        older = listing.cursor(found[limit - 1]) if len(found) > limit else None
+        page = [by_id[run_id] for run_id in shown if run_id in by_id]
+        return FinishedSlice(page, None, older, counted=min(len(found), count_up_to))
 
     def count_finished(self, run_filter: FinishedRunFilter, at_most: int) -> int:
         listing = sql_finished.listing(self._connection, run_filter)

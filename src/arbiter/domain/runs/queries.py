@@ -242,17 +242,21 @@ class RunQueries:
         the list's total (the finished tests pages)."""
         run_filter = replace(run_filter, limit=FINISHED_PAGE_SIZE)
         with self._context.storage.read() as tx:
-            try:
-                found = tx.runs.finished_slice(run_filter)
-            except ValueError:
-                found = tx.runs.finished_slice(replace(run_filter, before="", after=""))
             total = self._exact_total(tx, run_filter)
+            bound = COUNT_BOUND if total is None else 0
+            try:
+                found = tx.runs.finished_slice(run_filter, count_up_to=bound)
+            except ValueError:
+                first_page = replace(run_filter, before="", after="")
+                found = tx.runs.finished_slice(first_page, count_up_to=bound)
             if total is None:
-                counted = tx.runs.count_finished(run_filter, at_most=COUNT_BOUND)
-                exact = counted < COUNT_BOUND
+                total = found.counted
+                if total is None:
+                    total = tx.runs.count_finished(run_filter, at_most=COUNT_BOUND)
+                exact = total < COUNT_BOUND
             else:
-                counted, exact = total, True
-        return FinishedPage(found.runs, counted, exact, found.newer, found.older)
+                exact = True
+        return FinishedPage(found.runs, total, exact, found.newer, found.older)
 
     def _exact_total(self, tx: Tx, run_filter: FinishedRunFilter) -> int | None:
         """The finished runs of the whole list or of one owner, from the submission
