@@ -19,6 +19,7 @@ markers in docs/benchmarks.md.
 """
 
 import argparse
+import datetime
 import os
 import platform
 import random
@@ -234,7 +235,8 @@ def report(results: dict[str, dict[str, float]], backend: str, requests: int, co
         f"Database: {backend}, {RUNS} runs ({LIVE_RUNS} live) and {TASKS:,} tasks; "
         f"{requests} sequential requests per page after 10 warm-up ones, logged in.",
         f"Machine: {os.cpu_count()} CPUs (server pinned to one, client on the other), "
-        f"{platform.processor() or platform.machine()}, Python {platform.python_version()}.",
+        f"{platform.processor() or platform.machine()}, Python {platform.python_version()};"
+        f" measured on {datetime.date.today().isoformat()}.",
         f"Command: `{command}`",
     ]
     return "\n".join(lines)

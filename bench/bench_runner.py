@@ -18,6 +18,7 @@ runner markers in docs/benchmarks.md.
 """
 
 import argparse
+import datetime
 import os
 import platform
 import statistics
@@ -197,7 +198,8 @@ def report(runs: list[Figures], bare: Figures, calibration: float, pairs: int) -
         "The bare UCI loop replays the same positions with nothing but the pipe traffic: the "
         "least a Python driver pays per move. Calibration: 10^5 float multiply-adds took "
         f"{calibration:.0f} us in the same run.",
-        f"Machine: {os.cpu_count()} CPUs (nproc), {cpu}, Python {platform.python_version()}.",
+        f"Machine: {os.cpu_count()} CPUs (nproc), {cpu}, Python {platform.python_version()};"
+        f" measured on {datetime.date.today().isoformat()}.",
         f"Command: `{command_line()}`",
     )
     return "\n".join([table(runs, bare, calibration), "", *notes])

@@ -17,6 +17,7 @@ markers in docs/benchmarks.md.
 """
 
 import argparse
+import datetime
 import importlib
 import os
 import platform
@@ -311,7 +312,8 @@ def render(
         f" {unit:.0f} us (median; {unit_spread[0]:.0f}-{unit_spread[1]:.0f} us over the rounds)"
         " in the same run; ratio = us per call / calibration us of the same round.",
         f"Machine: {os.cpu_count()} CPUs (nproc), {_cpu_model()},"
-        f" Python {platform.python_version()}.",
+        f" Python {platform.python_version()};"
+        f" measured on {datetime.date.today().isoformat()}.",
         f"Reference: {source}.",
         f"Each figure is the median over {rounds} rounds of the best of 3 timeit repeats of"
         " thread CPU time; the spread is the lowest and highest ratio over the rounds.",

@@ -259,7 +259,8 @@ def report(args: argparse.Namespace, seconds: float, peak_kib: int, out: str, er
             f"check {phases.get('check', 0):.1f} s); peak RSS {peak_kib / 1024:.0f} MiB.",
             f"Check: `{check}`",
             f"Machine: {os.cpu_count()} CPUs (shared with other work), "
-            f"{platform.processor() or platform.machine()}, Python {platform.python_version()}.",
+            f"{platform.processor() or platform.machine()}, Python {platform.python_version()};"
+            f" measured on {datetime.now(UTC).date().isoformat()}.",
             f"Command: `.venv/bin/python bench/fishtest_import.py --runs {args.runs} "
             f"--actions {args.actions} --write`",
         ]

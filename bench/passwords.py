@@ -24,6 +24,7 @@ change on the same machine; its figures are printed, never written.
 
 import argparse
 import asyncio
+import datetime
 import json
 import os
 import platform
@@ -195,7 +196,8 @@ def report(results: Results, options: argparse.Namespace, command: str) -> str:
         f"Each latency: {options.timed} requests, a page and a token request in turn.",
         "Server: production argon2 costs (t=2, 19 MiB), defaults for every limit, SQLite.",
         f"Machine: {os.cpu_count()} CPUs (server pinned to one, client on the other), "
-        f"{platform.processor() or platform.machine()}, Python {platform.python_version()}.",
+        f"{platform.processor() or platform.machine()}, Python {platform.python_version()};"
+        f" measured on {datetime.date.today().isoformat()}.",
         f"Command: `{command}`",
     ]
     return "\n".join(lines)
