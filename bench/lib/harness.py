@@ -23,13 +23,11 @@ from typing import Any
 import httpx2 as httpx
 import uvloop
 
-from arbiter.runtime.bootstrap import make_accounts, open_storage
-from arbiter.runtime.settings import Settings
 from bench.lib.command import command_line
 from tests.web.live_server import (
-    CHEAP_HASHING,
     PASSWORD,
     Server,
+    accounts_of,
     free_port,
     start_server,
     stop,
@@ -108,15 +106,8 @@ class Rounds:
 
 def create_accounts(data_dir: Path, database_url: str, users: int) -> Accounts:
     """Accounts made in-process (cheap argon2, as the test suite's)."""
-    settings = Settings(
-        data_dir=data_dir,
-        database_url=database_url,
-        argon2_time_cost=int(CHEAP_HASHING["ARBITER_ARGON2_TIME_COST"]),
-        argon2_memory_kib=int(CHEAP_HASHING["ARBITER_ARGON2_MEMORY_KIB"]),
-    )
     data_dir.mkdir(parents=True, exist_ok=True)
-    with open_storage(settings) as storage:
-        accounts = make_accounts(storage, settings)
+    with accounts_of(data_dir, database_url) as accounts:
         accounts.create_user("root", PASSWORD, approver=True)
         tokens = []
         for index in range(users):

@@ -111,7 +111,10 @@ def accounts_of(data_dir: Path, database_url: str = "") -> Iterator[Accounts]:
     empty database migrated), in this process: the tests that run the command
     itself are in tests/test_cli.py; here a Python start-up a call is saved."""
     settings = Settings(
-        data_dir=data_dir, database_url=database_url, argon2_time_cost=1, argon2_memory_kib=8
+        data_dir=data_dir,
+        database_url=database_url,
+        argon2_time_cost=int(CHEAP_HASHING["ARBITER_ARGON2_TIME_COST"]),
+        argon2_memory_kib=int(CHEAP_HASHING["ARBITER_ARGON2_MEMORY_KIB"]),
     )
     with open_storage(settings) as storage:
         yield make_accounts(storage, settings)

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from arbiter.stats._math import chi2_sf, normal_isf, normal_ppf
+from arbiter.stats._math import chi2_sf, normal_isf
 
 CRASH_RESIDUAL = 10.0
 MIN_EXPECTED = 5.0
@@ -106,7 +106,7 @@ def chi2_residuals(rows: Mapping[str, Sequence[float]], exclude: Iterable[str] =
             row_chi2 += (row[j] - expected) ** 2 / expected
         total += row_chi2
         tail = chi2_sf(row_chi2 / (1.0 - row_total / grand), row_dof)
-        residual[key] = max(-normal_ppf(tail), 0.0) if tail > 0.0 else math.inf
+        residual[key] = max(normal_isf(tail), 0.0) if tail > 0.0 else math.inf
     return Chi2Result(total, dof, chi2_sf(total, dof), residual, excluded)
 
 

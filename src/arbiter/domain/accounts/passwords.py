@@ -34,7 +34,7 @@ class Passwords:
         self._storage = storage
         self._hasher = hasher
         self.guard = guard
-        self.clock = clock
+        self._clock = clock
         # What an unknown name's password is checked against: made now, so the
         # first unknown name costs no more (no extra hash) than the next.
         self._dummy_hash = hasher.hash(secrets.token_hex(16))
@@ -89,7 +89,7 @@ class Passwords:
         throttled = self.guard.failed(named, address)
         if not throttled:
             return
-        now = self.clock()
+        now = self._clock()
         with self._storage.write() as tx:
             for entry in throttled:
                 _log_throttled(tx, entry, record, now)

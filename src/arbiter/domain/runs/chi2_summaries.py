@@ -63,12 +63,20 @@ def computed(tx: Tx, run_id: str) -> Chi2Result:
     return chi2_residuals(tx.tasks.worker_totals(run_id))
 
 
+def _current(tx: Tx, run: RunRecord) -> StoredChi2 | None:
+    """What is kept for the run, if it was computed from its current results."""
+    stored = tx.chi2.get(run.id)
+    return stored if stored is not None and stored.stamp == stamp_of(run) else None
+
+
 def kept(tx: Tx, run: RunRecord) -> Chi2Result | None:
     """The summary kept for the run's current results, if any."""
-    stored = tx.chi2.get(run.id)
-    if stored is None or stored.stamp != stamp_of(run):
-        return None
-    return from_document(stored.summary)
+    stored = _current(tx, run)
+    return None if stored is None else from_document(stored.summary)
+
+
+def _keep(tx: Tx, run: RunRecord, result: Chi2Result) -> None:
+    tx.chi2.put(run.id, StoredChi2(stamp_of(run), to_document(result)))
 
 
 def stored_or_computed(storage: Storage, run: RunRecord) -> Chi2Result:
@@ -81,7 +89,7 @@ def stored_or_computed(storage: Storage, run: RunRecord) -> Chi2Result:
         result = computed(tx, run.id)
     if run.finished:
         with storage.write() as tx:
-            tx.chi2.put(run.id, StoredChi2(stamp_of(run), to_document(result)))
+            _keep(tx, run, result)
     return result
 
 
@@ -95,9 +103,8 @@ def score_large_runs(storage: Storage, at_least: int = LARGE_RUN_TASKS) -> int:
     for run_id in run_ids:
         with storage.write() as tx:
             run = tx.runs.get(run_id)
-            if run is None or not run.finished or kept(tx, run) is not None:
+            if run is None or not run.finished or _current(tx, run) is not None:
                 continue
-            summary = to_document(computed(tx, run_id))
-            tx.chi2.put(run_id, StoredChi2(stamp_of(run), summary))
+            _keep(tx, run, computed(tx, run_id))
             scored += 1
     return scored

@@ -11,7 +11,7 @@ Plain functions: they run in the threadpool.
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from arbiter.protocol.workers import long_from_short, long_worker_name
 from arbiter.storage import Tx
@@ -71,6 +71,17 @@ def _games(task: Row) -> int:
     return task.wins + task.losses + task.draws
 
 
+class _OnAMachine(Protocol):
+    @property
+    def worker_name(self) -> str: ...
+
+
+def _by_residual(residual: Mapping[str, float]) -> Callable[[_OnAMachine], float]:
+    """The residual order's key: the task's machine's χ² residual, a machine
+    the χ² left out (too few games) first."""
+    return lambda task: residual.get(task.worker_name, -1.0)
+
+
 def _key(sort: str, residual: Mapping[str, float]) -> Callable[[Row], Any]:
     keys: dict[str, Callable[[Row], Any]] = {
         "task": lambda task: task.task_id,
@@ -79,7 +90,7 @@ def _key(sort: str, residual: Mapping[str, float]) -> Callable[[Row], Any]:
         "games": _games,
         "updated": lambda task: task.last_updated,
         "crashes": lambda task: (task.crashes, task.time_losses),
-        "residual": lambda task: residual.get(task.worker_name, -1.0),
+        "residual": _by_residual(residual),
     }
     return keys[sort]
 
@@ -157,9 +168,7 @@ def _ordered_ids(tx: Tx, run_id: str, query: TaskQuery, residual: Mapping[str, f
     needs only each task's machine, a quarter of a light row's cost."""
     if _sort(query) == "residual" and not query.worker:
         machines = tx.tasks.workers_of_run(run_id)
-        machines.sort(
-            key=lambda task: residual.get(task.worker_name, -1.0), reverse=query.descending
-        )
+        machines.sort(key=_by_residual(residual), reverse=query.descending)
         return [task.task_id for task in machines]
     # A filter without `*` matches the long name with or without the star alike.
     lights = tx.tasks.light_of_run(run_id, modified="*" in query.worker)
