@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from arbiter.storage import Storage
+from arbiter.storage import Storage, run_search
 from arbiter.storage.base import Contribution, FinishedRunFilter
 from arbiter.storage.records import RunRecord, evolve
 from tests.domain.runs.support import run_record
@@ -74,6 +74,24 @@ def test_search_finds_branches_owners_and_word_beginnings(storage: Storage) -> N
     assert listed(storage, FinishedRunFilter(text="spee")) == (["bob"], 1)  # a word's start
     assert listed(storage, FinishedRunFilter(text="peedup")) == ([], 0)  # not its middle
     assert listed(storage, FinishedRunFilter(text="Unfinished")) == ([], 0)  # not finished
+
+
+def test_a_prefix_of_many_terms_is_left_to_the_index(storage: Storage) -> None:
+    """A prefix stands for its whole terms up to MAX_EXPANSIONS; beyond, for
+    itself: each way finds the same runs."""
+    count = run_search.MAX_EXPANSIONS + 1
+    with storage.write() as tx:
+        for n in range(count):
+            args = {"info": f"king{n:02} tune", "new_tag": "x", "base_tag": "master"}
+            run = run_record(
+                id=f"{n:024}", username="dave", last_updated=n, finished=True, args=args
+            )
+            tx.runs.add(run)
+    assert listed(storage, FinishedRunFilter(text="king"))[1] == count
+    assert listed(storage, FinishedRunFilter(text="king0 tun"))[1] == 10
+    assert listed(storage, FinishedRunFilter(text="king1"))[1] == count - 10
+    assert listed(storage, FinishedRunFilter(text="king07"))[1] == 1
+    assert listed(storage, FinishedRunFilter(text="kingdom"))[1] == 0
 
 
 def test_search_text_is_never_query_syntax(storage: Storage) -> None:

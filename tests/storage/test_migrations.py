@@ -91,3 +91,21 @@ def test_0008_moves_the_results_history_out_of_the_args(engine: Engine) -> None:
     moved_back = stored if isinstance(stored, dict) else json.loads(stored)
     assert moved_back == {**args, "results_history": {"step": 2, "points": points[:1]}}
     upgrade(engine)
+
+
+def test_0014_fills_the_terms_from_the_stored_words(engine: Engine) -> None:
+    from alembic import command
+
+    from arbiter.domain.runs.documents import new_run_record
+    from arbiter.storage import Storage
+    from arbiter.storage.migrate import _config
+    from arbiter.storage.schema import run_terms
+
+    with Storage(engine).write() as tx:
+        args = {"tc": "10+0.1", "info": "Tune king", "new_tag": "a1"}
+        tx.runs.add(new_run_record("0" * 24, "alice", args, 0.0))
+    command.downgrade(_config(engine), "0013")
+    upgrade(engine)
+    with engine.connect() as connection:
+        terms = connection.execute(select(run_terms.c.term).order_by(run_terms.c.term)).scalars()
+        assert list(terms) == ["a1", "alice", "king", "tune"]

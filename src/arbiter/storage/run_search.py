@@ -10,12 +10,19 @@ starts with each of its tokens, newest submission first (`seq`), so a common
 word costs what a rare one does: the index is read in order until a page
 is full.
 
-The run store keeps `run_words` as it keeps any index of its rows: on add,
-and when a run's description changes.
+A prefix is first expanded into the whole terms it stands for (`run_terms`,
+every token ever indexed): both indexes read a few whole terms' lists lazily,
+in order, where a prefix makes them gather and merge every matching list
+first (12 ms against 1 ms for three common words on 250,000 runs). A prefix of
+no stored term, or of too many, is left to the index.
+
+The run store keeps `run_words` and `run_terms` as it keeps any index of its
+rows: on add, and when a run's description changes.
 """
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
@@ -32,10 +39,11 @@ from sqlalchemy import (
     update,
 )
 
-from arbiter.storage.schema import run_words
+from arbiter.storage.schema import run_terms, run_words
 from arbiter.storage.sql_common import insert_missing
 
 MAX_TOKENS = 8  # tokens of a query used; more only slow it down
+MAX_EXPANSIONS = 16  # whole terms a prefix is expanded into; beyond, the index's prefix search
 _TOKEN = re.compile(r"[^\W_]+")
 _FTS = table("run_words_fts", column("rowid"), column("words"))
 
@@ -80,6 +88,22 @@ FEW_MATCHES = 5_000
 _DOCUMENT: ColumnClause[Any] = column("fts_document")
 
 
+@dataclass(frozen=True)
+class _Syntax:
+    """How a backend's query language writes a whole term, a prefix, "either"
+    and "both"."""
+
+    whole: str
+    prefix: str
+    either: str
+    both: str
+
+
+_FTS5 = _Syntax(whole='"{}"', prefix='"{}"*', either=" OR ", both=" AND ")
+_TSQUERY = _Syntax(whole="{}", prefix="{}:*", either=" | ", both=" & ")
+_LAST_CHARACTER = chr(0x10FFFF)  # after any character a term may hold next
+
+
 def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.casefold())
 
@@ -93,13 +117,28 @@ def words_of(username: str, args: Mapping[str, Any]) -> str:
 def add(connection: Connection, rows: Sequence[tuple[str, str, Mapping[str, Any]]]) -> None:
     """Index runs given as (run id, owner, args), in the order given; a run
     indexed already keeps its row (an import run again)."""
+    add_terms(connection, add_words(connection, rows))
+
+
+def add_words(
+    connection: Connection, rows: Sequence[tuple[str, str, Mapping[str, Any]]]
+) -> list[str]:
+    """`add` without the terms (the schema of revision 0011 has no run_terms);
+    returns the words indexed."""
     values = [{"run_id": i, "words": words_of(owner, args)} for i, owner, args in rows]
     insert_missing(connection, run_words, values)
+    return [value["words"] for value in values]
+
+
+def add_terms(connection: Connection, texts: Iterable[str]) -> None:
+    terms = sorted({term for text in texts for term in text.split()})
+    insert_missing(connection, run_terms, [{"term": term} for term in terms])
 
 
 def replace(connection: Connection, run_id: str, username: str, args: Mapping[str, Any]) -> None:
-    statement = update(run_words).where(run_words.c.run_id == run_id)
-    connection.execute(statement.values(words=words_of(username, args)))
+    words = words_of(username, args)
+    connection.execute(update(run_words).where(run_words.c.run_id == run_id).values(words=words))
+    add_terms(connection, [words])
 
 
 def remove_all(connection: Connection) -> None:
@@ -115,18 +154,43 @@ def matches(
     found = tokens(text)[:MAX_TOKENS]
     if not found:
         return None
+    expansions = [_expanded(connection, token) for token in found]
     if connection.dialect.name == "postgresql":
-        return _postgresql_matches(connection, found)
-    query = " AND ".join(f'"{token}"*' for token in found)
+        return _postgresql_matches(connection, _query(found, expansions, _TSQUERY))
+    query = _query(found, expansions, _FTS5)
     joined = _FTS.join(run_words, run_words.c.seq == _FTS.c.rowid)
     # Ordered by the text index's own rowid, which FTS5 walks in order.
     return joined, _FTS.c.words.match(query), _FTS.c.rowid
 
 
+def _expanded(connection: Connection, token: str) -> tuple[str, ...] | None:
+    """The whole terms `token` starts, or None when there are none or more than
+    MAX_EXPANSIONS: the index's own prefix search then."""
+    statement = (
+        select(run_terms.c.term)
+        .where(run_terms.c.term >= token, run_terms.c.term < token + _LAST_CHARACTER)
+        .order_by(run_terms.c.term)
+        .limit(MAX_EXPANSIONS + 1)
+    )
+    terms = tuple(connection.execute(statement).scalars())
+    return terms if 0 < len(terms) <= MAX_EXPANSIONS else None
+
+
+def _query(found: list[str], expansions: list[tuple[str, ...] | None], syntax: _Syntax) -> str:
+    """Every token as the choice of its whole terms, or as a prefix. Tokens are
+    letters and digits: neither syntax needs more quoting than its format's."""
+    parts = []
+    for token, terms in zip(found, expansions, strict=True):
+        if terms is None:
+            parts.append(syntax.prefix.format(token))
+        else:
+            parts.append("(" + syntax.either.join(syntax.whole.format(t) for t in terms) + ")")
+    return syntax.both.join(parts)
+
+
 def _postgresql_matches(
-    connection: Connection, found: list[str]
+    connection: Connection, query: str
 ) -> tuple[FromClause, ColumnElement[bool], ColumnElement[Any]]:
-    query = " & ".join(f"{token}:*" for token in found)  # tokens are letters and digits
     simple: ColumnElement[Any] = literal_column("'simple'::regconfig")
     condition = _DOCUMENT.op("@@")(func.to_tsquery(simple, query))
     probe = select(run_words.c.seq).where(condition).limit(FEW_MATCHES).subquery()

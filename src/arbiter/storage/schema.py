@@ -149,6 +149,17 @@ run_words = Table(
     Column("words", Text, nullable=False),
 )
 
+# Terms compare by code point on both backends, so a prefix is a key range.
+TERM_TEXT = Text().with_variant(Text(collation="C"), "postgresql")
+# Every token ever indexed in run_words, so that a search expands a prefix into
+# the few whole terms it stands for (storage/run_search.py). A term whose runs
+# are gone stays: it then matches nothing.
+run_terms = Table(
+    "run_terms",
+    metadata,
+    Column("term", TERM_TEXT, primary_key=True),
+)
+
 tasks = Table(
     "tasks",
     metadata,

@@ -83,9 +83,9 @@ def _fill(connection: sa.Connection) -> None:
     for run_id, username, *texts in connection.execute(query):
         batch.append((run_id, username, dict(zip(fields, texts, strict=True))))
         if len(batch) >= FILL_BATCH:
-            run_search.add(connection, batch)
+            run_search.add_words(connection, batch)
             batch = []
-    run_search.add(connection, batch)
+    run_search.add_words(connection, batch)
 
 
 def downgrade() -> None:
