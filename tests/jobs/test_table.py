@@ -11,12 +11,14 @@ from sqlalchemy import Engine
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.credentials import digest
 from arbiter.domain.files.nets import NetLibrary
+from arbiter.domain.runs.registry import LEASE_SECONDS
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs.scheduler import Job, JobScheduler
 from arbiter.jobs.table import DOWNLOAD_FLUSH_PERIOD, job_table, secondary_job_table
 from arbiter.storage import Storage
 from tests.domain.files.support import stage
 
+OFFICIAL_WORKER_BEAT = 120.0  # worker.py's heartbeat: after 120 s without contact
 PASSWORD = "correct horse battery staple 1729"
 HOUR = 3600.0
 NET = b"NNUE" + bytes(range(256)) * 16
@@ -45,10 +47,20 @@ def test_the_table_follows_the_reference_periods(engine: Engine) -> None:
     periods = {name: (job.period, job.initial_delay, job.jitter) for name, job in rows.items()}
     assert periods == {
         "purge_expired_sessions": (3600, 60, 0.05),
-        "scavenge_dead_tasks": (60, 60, 0.05),
+        "scavenge_dead_tasks": (30, 30, 0.05),
         "refresh_run_rates": (60, 60, 0.05),
     }
     JobScheduler(rows.values()).stop()  # names are unique: the scheduler accepts the table
+
+
+def test_a_vanished_workers_task_is_reclaimed_within_240_s(engine: Engine) -> None:
+    """A task is reclaimed by the first check after its lease ends; the official
+    worker's beat (every 120 s without an update) renews it well before."""
+    check = next(
+        job for job in table(Storage(engine), Clock()) if job.name == "scavenge_dead_tasks"
+    )
+    assert OFFICIAL_WORKER_BEAT < LEASE_SECONDS
+    assert LEASE_SECONDS + check.period * (1 + check.jitter) <= 240
 
 
 def test_run_jobs_run_without_errors(engine: Engine) -> None:

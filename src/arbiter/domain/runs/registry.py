@@ -25,7 +25,13 @@ from arbiter.storage import Storage, Tx
 from arbiter.storage.base import Contribution, NewAction
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
 
-LEASE_SECONDS = 360.0  # a task silent this long is reclaimed (reference 7.1)
+# A task silent this long is reclaimed. The official worker signs of life at
+# least every 120 s (a beat when no update was sent), so 80 s of slack; with
+# the reclaim checked every RECLAIM_CHECK_SECONDS (5% jitter), a vanished
+# worker's task is free again within 232 s of its last sign (the reference:
+# a 360 s lease checked every 60 s).
+LEASE_SECONDS = 200.0
+RECLAIM_CHECK_SECONDS = 30.0
 
 
 @dataclass
