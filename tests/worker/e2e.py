@@ -28,7 +28,7 @@ PATCHED_SERVE = (
     "import arbiter.domain.runs.registry as registry\n"
     "import arbiter.jobs.table as table\n"
     "registry.LEASE_SECONDS = float(sys.argv[1])\n"
-    "table.MINUTE = float(sys.argv[2])\n"
+    "table.MINUTE = table.RECLAIM_CHECK_SECONDS = float(sys.argv[2])\n"
     "from arbiter.cli import main\n"
     "sys.exit(main(sys.argv[3:]))\n"
 )
