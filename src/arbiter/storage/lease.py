@@ -19,35 +19,20 @@ Every method blocks: callers run them at start-up, before the event loop, or
 in the lease thread (`web/lease.py`), never on the event loop.
 """
 
-import contextlib
 import fcntl
 import os
 import socket
 from pathlib import Path
 from typing import Protocol
 
-import psycopg
-from sqlalchemy.engine import URL
-
-from arbiter.storage.engine import describe_url, one_line, supported_url
+from arbiter.storage.engine import supported_url
 from arbiter.storage.errors import DatabaseNotOpened, LeaseHeld
 
 # The advisory lock's key ("ARBI"): advisory locks are per database, so two
 # Arbiter databases on one PostgreSQL server never share it.
 ADVISORY_LOCK_KEY = 0x41524249
 LOCK_FILE_SUFFIX = ".primary.lock"
-# TCP keepalives on the lease connection, so a silent network loses the lease in
-# about half a minute rather than in the kernel's two hours.
-_KEEPALIVES = {
-    "keepalives": 1,
-    "keepalives_idle": 10,
-    "keepalives_interval": 5,
-    "keepalives_count": 3,
-    "tcp_user_timeout": 30_000,
-}
-_CONNECT_TIMEOUT_SECONDS = 10
-
-_REFUSAL = "start this one with --role secondary, or stop the other first"
+REFUSAL = "start this one with --role secondary, or stop the other first"
 
 
 class PrimaryLease(Protocol):
@@ -74,6 +59,8 @@ def primary_lease(database_url: str) -> PrimaryLease:
     do not support)."""
     url = supported_url(database_url)
     if url.get_backend_name() == "postgresql":
+        from arbiter.storage.lease_postgresql import AdvisoryLockLease  # imports psycopg
+
         return AdvisoryLockLease(url)
     if not url.database or url.database == ":memory:":
         return NoLease()  # no other process can open an in-memory database
@@ -120,7 +107,7 @@ class LockFileLease:
         if not self._try_lock():
             raise LeaseHeld(
                 f"another primary holds this database ({self._holder()}; lock file "
-                f"{self.path}): {_REFUSAL}"
+                f"{self.path}): {REFUSAL}"
             )
 
     def try_acquire(self) -> bool:
@@ -171,96 +158,3 @@ class LockFileLease:
         if self._fd is not None:
             os.close(self._fd)  # closing the last descriptor drops the flock
             self._fd = None
-
-
-class AdvisoryLockLease:
-    """A session-level advisory lock held on a dedicated autocommit connection."""
-
-    def __init__(self, url: URL) -> None:
-        self._shown = describe_url(url.render_as_string(hide_password=False))
-        self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._timeout: dict[str, int] = {}
-        if "connect_timeout" not in url.query:
-            self._timeout["connect_timeout"] = _CONNECT_TIMEOUT_SECONDS
-        self._connection: psycopg.Connection[tuple[object, ...]] | None = None
-
-    @property
-    def held(self) -> bool:
-        return self._connection is not None
-
-    def acquire(self) -> None:
-        holder = self._try_lock()
-        if holder is not None:
-            raise LeaseHeld(
-                f"another primary holds the database {self._shown} ({holder}): {_REFUSAL}"
-            )
-
-    def try_acquire(self) -> bool:
-        return self.held or self._try_lock() is None
-
-    def check(self) -> bool:
-        if self._connection is None:
-            return False
-        try:
-            self._connection.execute("SELECT 1")  # the lock lives as long as the session
-            return True
-        except psycopg.Error:
-            self._close()
-            return False
-
-    def release(self) -> None:
-        # Unlocked before the session ends: a closed session's locks go only when
-        # its server process exits, after the close returns, so a primary taking
-        # the lease at once could still find it held.
-        if self._connection is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._connection.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
-        self._close()
-
-    def _try_lock(self) -> str | None:
-        """None once the lock is ours, else a description of who holds it."""
-        connection = self._connect()
-        try:
-            row = connection.execute(
-                "SELECT pg_try_advisory_lock(%s)", (ADVISORY_LOCK_KEY,)
-            ).fetchone()
-            if row is not None and row[0] is True:
-                self._connection = connection
-                return None
-            return self._holder(connection)
-        except psycopg.Error as error:
-            raise DatabaseNotOpened(
-                f"cannot take the lease on {self._shown}: {one_line(error)}"
-            ) from None
-        finally:
-            if self._connection is not connection:
-                connection.close()
-
-    def _connect(self) -> "psycopg.Connection[tuple[object, ...]]":
-        try:
-            conninfo = psycopg.conninfo.make_conninfo(
-                self._conninfo, application_name=holder_name()[:63], **self._timeout, **_KEEPALIVES
-            )
-            return psycopg.connect(conninfo, autocommit=True)
-        except psycopg.Error as error:
-            raise DatabaseNotOpened(
-                f"cannot reach the database {self._shown}: {one_line(error)}"
-            ) from None
-
-    @staticmethod
-    def _holder(connection: "psycopg.Connection[tuple[object, ...]]") -> str:
-        """The holder's application name, as it set it (best effort)."""
-        row = connection.execute(
-            "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
-            " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0"
-            " AND l.objid::bigint = %s AND l.objsubid = 1"
-            " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            (ADVISORY_LOCK_KEY,),
-        ).fetchone()
-        return str(row[0]) if row is not None and row[0] else "holder unknown"
-
-    def _close(self) -> None:
-        if self._connection is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._connection.close()
-            self._connection = None

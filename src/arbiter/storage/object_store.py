@@ -6,6 +6,9 @@ there) and `ObjectStoreError` (the bucket cannot be reached or used; the
 message names the endpoint and bucket, never a secret). Every method blocks on
 the network: call it from the threadpool or a CLI. Short timeouts and few
 retries, so a dead endpoint fails a start-up or a download in seconds.
+
+boto3 is imported by the first Bucket: it costs 0.3 s of every process start,
+and most instances have no bucket.
 """
 
 from collections.abc import Iterator
@@ -14,16 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
-from boto3.s3.transfer import TransferConfig
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
-
 from arbiter.storage.errors import StorageError
 
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 _CODES = {"403": "access denied (check the access key and secret)", "400": "bad request"}
-_TRANSFER = TransferConfig(multipart_threshold=64 * 1024 * 1024, max_concurrency=4)
+_MULTIPART_FROM = 64 * 1024 * 1024
 
 
 class ObjectStoreError(StorageError):
@@ -49,6 +47,9 @@ class BucketSettings:
 
 class Bucket:
     def __init__(self, settings: BucketSettings) -> None:
+        import boto3
+        from botocore.config import Config
+
         self.settings = settings
         config = Config(
             connect_timeout=5,
@@ -84,9 +85,12 @@ class Bucket:
             raise ObjectStoreError(f"object store: no {self.settings.where()}") from None
 
     def put_file(self, key: str, source: Path) -> None:
+        from boto3.s3.transfer import TransferConfig
+
+        transfer = TransferConfig(multipart_threshold=_MULTIPART_FROM, max_concurrency=4)
         with self._errors(f"did not take {key}"):
             self._client.upload_file(
-                str(source), self.settings.bucket, self._key(key), Config=_TRANSFER
+                str(source), self.settings.bucket, self._key(key), Config=transfer
             )
 
     def put_bytes(self, key: str, data: bytes) -> None:
@@ -144,6 +148,8 @@ def _read_exactly(body: Any, size: int) -> bytes:
 @contextmanager
 def _translated(settings: BucketSettings, doing: str) -> Iterator[None]:
     """boto3's exceptions as NoSuchObject or one readable ObjectStoreError."""
+    from botocore.exceptions import BotoCoreError, ClientError  # loaded with the Bucket
+
     try:
         yield
     except ClientError as error:

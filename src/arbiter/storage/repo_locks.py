@@ -16,7 +16,6 @@ import hashlib
 from collections.abc import Iterator
 from typing import Protocol
 
-import psycopg
 from sqlalchemy.engine import URL
 
 from arbiter.storage.engine import supported_url
@@ -47,6 +46,8 @@ class AdvisoryRepoLocks:
 
     @contextlib.contextmanager
     def hold(self, key: str, timeout: float) -> Iterator[None]:
+        import psycopg  # here: a SQLite instance never needs it (0.2 s of a start)
+
         digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big", signed=True)
         with psycopg.connect(
             self._conninfo, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_SECONDS

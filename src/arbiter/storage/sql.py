@@ -9,11 +9,11 @@ SQLite's write lock up front (BEGIN IMMEDIATE, see engine.py); `read()` never
 writes. A new store is one more property on `Tx`.
 """
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
 
-import psycopg
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
@@ -186,6 +186,6 @@ def _available() -> Iterator[None]:
 def _is_unavailable(error: DBAPIError) -> bool:
     if error.connection_invalidated:
         return True
-    if isinstance(error.orig, psycopg.OperationalError | psycopg.InterfaceError):
-        return True  # refused, terminated, shutting down, ...
+    if not isinstance(error.orig, sqlite3.Error):
+        return True  # PostgreSQL: refused, terminated, shutting down, ...
     return "database is locked" in str(error.orig)  # SQLite past its busy timeout
