@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from arbiter.storage import Storage
 from arbiter.storage.engine import make_engine
 from arbiter.storage.errors import StorageUnavailable
-from arbiter.storage.prepared import execute_many, prepare
+from arbiter.storage.prepared import execute_many, fetch_all, prepare
 from arbiter.storage.records import no_results
 from arbiter.storage.schema import runs, tasks
 from tests.domain.runs.support import run_record
@@ -17,6 +17,12 @@ from tests.domain.runs.support import run_record
 UPDATE_RUN = update(runs).where(runs.c.id == bindparam("key_id"))
 INSERT_TASK = insert(tasks)
 RUN_ID = "c" * 24
+# A JSON path is a bound parameter with a value of its own.
+READ_TASKS = (
+    select(tasks.c.task_id, tasks.c.worker_name, tasks.c.worker_info["concurrency"].as_integer())
+    .where(tasks.c.run_id == bindparam("run_id"))
+    .order_by(tasks.c.task_id)
+)
 
 
 def task_row(task_id: int, **changes: Any) -> dict[str, Any]:
@@ -57,6 +63,17 @@ def test_prepared_inserts_write_what_core_writes(storage: Storage) -> None:
     assert stored_tasks(storage) == by_core
     assert [row["active"] for row in by_core] == [True, False]  # booleans, not 1 and 0
     assert by_core[0]["worker_info"]["nested"] == {"list": [1, 2.5, None, "é"]}
+
+
+def test_fetch_all_reads_what_core_reads(storage: Storage) -> None:
+    with storage.write() as tx:
+        tx.runs.add(run_record(id=RUN_ID))
+        tx.connection.execute(INSERT_TASK, [task_row(0), task_row(1, worker_name="bob-1cores")])
+    with storage.read() as tx:
+        by_core = [tuple(row) for row in tx.connection.execute(READ_TASKS, {"run_id": RUN_ID})]
+        assert fetch_all(tx.connection, READ_TASKS, {"run_id": RUN_ID}) == by_core
+        assert fetch_all(tx.connection, READ_TASKS, {"run_id": "d" * 24}) == []
+    assert by_core == [(0, "alice-8cores-abcd", 8), (1, "bob-1cores", 8)]
 
 
 def test_prepared_updates_set_only_the_given_columns_of_the_keyed_row(storage: Storage) -> None:

@@ -10,8 +10,9 @@ rows are decoded.
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, false, func, select
+from sqlalchemy import ColumnElement, Connection, Row, Select, bindparam, false, func, select
 
+from arbiter.storage import prepared
 from arbiter.storage.base import TaskLight, TaskOrder, TaskWorker, WorkerTotals
 from arbiter.storage.schema import tasks
 
@@ -84,12 +85,9 @@ def bad(connection: Connection, run_id: str) -> list[Row[Any]]:
     return list(connection.execute(query))
 
 
-def light(connection: Connection, run_id: str, *, modified: bool) -> list[TaskLight]:
-    """Every good task of the run in task order, with what orders and filters it.
-    Whether each machine was modified is read only when asked for: it is in the
-    worker_info document, which the database must parse for every row."""
+def _light_rows(modified: bool) -> Select[Any]:
     flag = tasks.c.worker_info["modified"].as_boolean() if modified else false().label("modified")
-    query = (
+    return (
         select(
             tasks.c.task_id,
             tasks.c.unique_key,
@@ -100,9 +98,21 @@ def light(connection: Connection, run_id: str, *, modified: bool) -> list[TaskLi
             tasks.c.crashes,
             tasks.c.time_losses,
         )
-        .where(_good(run_id))
+        .where(tasks.c.run_id == bindparam("run_id"), tasks.c.bad.is_(False))
         .order_by(tasks.c.task_id)
     )
+
+
+# Statements kept, each compiled once by prepared.fetch_all.
+_LIGHT = {modified: _light_rows(modified) for modified in (False, True)}
+
+
+def light(connection: Connection, run_id: str, *, modified: bool) -> list[TaskLight]:
+    """Every good task of the run in task order, with what orders and filters it,
+    read by the driver. Whether each machine was modified is read only when
+    asked for: it is in the worker_info document, which the database must parse
+    for every row."""
+    rows = prepared.fetch_all(connection, _LIGHT[modified], {"run_id": run_id})
     return [
         TaskLight(
             task_id=task_id,
@@ -115,13 +125,21 @@ def light(connection: Connection, run_id: str, *, modified: bool) -> list[TaskLi
             time_losses=int(time_losses),
         )
         for (task_id, unique_key, worker_name, was_modified, games, last_updated, crashes,
-             time_losses) in connection.execute(query)
+             time_losses) in rows
     ]  # fmt: skip
 
 
+_WORKERS = (
+    select(tasks.c.task_id, tasks.c.worker_name)
+    .where(tasks.c.run_id == bindparam("run_id"), tasks.c.bad.is_(False))
+    .order_by(tasks.c.task_id)
+)
+
+
 def workers(connection: Connection, run_id: str) -> list[TaskWorker]:
-    query = select(tasks.c.task_id, tasks.c.worker_name).where(_good(run_id))
-    return [TaskWorker(*row) for row in connection.execute(query.order_by(tasks.c.task_id))]
+    """Every good task's id and machine: thousands of rows, read by the driver."""
+    rows = prepared.fetch_all(connection, _WORKERS, {"run_id": run_id})
+    return [TaskWorker(task_id, worker_name) for task_id, worker_name in rows]
 
 
 def worker_totals(connection: Connection, run_id: str) -> WorkerTotals:
