@@ -109,3 +109,12 @@ def test_0014_fills_the_terms_from_the_stored_words(engine: Engine) -> None:
     with engine.connect() as connection:
         terms = connection.execute(select(run_terms.c.term).order_by(run_terms.c.term)).scalars()
         assert list(terms) == ["a1", "alice", "king", "tune"]
+
+
+def test_the_revisions_named_by_file_are_alembics_chain() -> None:
+    """Start-up reads the revisions from the scripts' file names, without Alembic."""
+    from arbiter.storage.migrate import REVISIONS, _scripts
+
+    chain = [script.revision for script in _scripts().walk_revisions()]
+    assert tuple(reversed(chain)) == REVISIONS
+    assert head_revision() == _scripts().get_current_head()

@@ -16,17 +16,22 @@ is a later revision without `EXPAND`, deployed once no old code runs.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, inspect, text
 
 from arbiter.storage.sql_kv import SqlKVStore
 
+if TYPE_CHECKING:  # Alembic is imported only to migrate: 0.3 s of every start
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# Every revision this code has a script for, oldest first: each script's file
+# name starts with its revision id (a test holds this to Alembic's own list).
+REVISIONS = tuple(
+    sorted(path.name.partition("_")[0] for path in MIGRATIONS_DIR.glob("versions/[0-9]*_*.py"))
+)
 COMPATIBILITY_KEY = "schema_compatibility"
 
 SchemaState = Literal["current", "empty", "behind", "newer_compatible", "newer"]
@@ -40,20 +45,26 @@ class SchemaStatus:
     oldest_compatible: str | None = None  # what the database says (newer schemas)
 
 
-def _config(engine: Engine) -> Config:
+def _config(engine: Engine) -> "Config":
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["engine"] = engine
     return config
 
 
-def _scripts() -> ScriptDirectory:
+def _scripts() -> "ScriptDirectory":
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory(str(MIGRATIONS_DIR))
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the schema up to `revision`, then record which code may use it.
     Runs in the threadpool (blocking I/O)."""
+    from alembic import command
+
     command.upgrade(_config(engine), revision)
     current = current_revision(engine)
     with engine.begin() as connection:
@@ -78,15 +89,22 @@ def oldest_compatible(revision: str | None) -> str | None:
 
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+        return _recorded_revision(connection)
+
+
+def _recorded_revision(connection: Connection) -> str | None:
+    """The revision Alembic recorded in the database; None for an empty one."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def head_revision() -> str | None:
-    return _scripts().get_current_head()
+    return REVISIONS[-1] if REVISIONS else None
 
 
 def known_revisions() -> set[str]:
-    return {script.revision for script in _scripts().walk_revisions()}
+    return set(REVISIONS)
 
 
 def is_up_to_date(engine: Engine) -> bool:
@@ -96,7 +114,7 @@ def is_up_to_date(engine: Engine) -> bool:
 def schema_status(engine: Engine) -> SchemaStatus:
     """Where the database stands against this code. Blocking (threadpool)."""
     with engine.connect() as connection:
-        current = MigrationContext.configure(connection).get_current_revision()
+        current = _recorded_revision(connection)
         head = head_revision()
         if current == head:
             return SchemaStatus(current, head, "current")
