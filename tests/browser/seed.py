@@ -20,6 +20,16 @@ from tests.web.live_server import create_user
 
 SPSA_PARAMS = "Alpha,100,0,200,10,0.0020\nBeta,50,0,100,5,0.0020"
 PLAIN_FINISHED = 53  # with the green and the yellow one: 55, two pages of 50
+BUSY_DIFF = (
+    "diff --git a/src/search.cpp b/src/search.cpp\n"
+    "--- a/src/search.cpp\n"
+    "+++ b/src/search.cpp\n"
+    "@@ -10,3 +10,3 @@\n"
+    " int depth = 1;\n"
+    "-int margin = 100;\n"
+    "+int margin = 120;\n"
+)
+BUSY_DIFF_COMMAND = "git diff 1111111111..2222222222"
 
 
 @dataclass(frozen=True)
@@ -89,9 +99,24 @@ def _runs(storage: Storage, repo_url: str) -> Seeded:
     _spsa_progress(storage, spsa_run)
     busy = submit(runs, alice, repo_url, num_games=2000, priority=1, info="Busy run")
     runs.lifecycle.approve(root, busy)
+    _code_with_a_diff(storage, busy)
     alice_pending = submit(runs, alice, repo_url, info="Waiting for approval")
     root_pending = submit(runs, root, repo_url, info="Root's own test")
     return Seeded(green, yellow, waiting, spsa_run, busy, alice_pending, root_pending)
+
+
+def _code_with_a_diff(storage: Storage, run_id: str) -> None:
+    """The run's code as submission keeps it (domain/runs/code_view.py), with a
+    diff: the sample repository's commits differ in nothing."""
+    document = {
+        "commits": [{"sha": "2" * 40, "subject": "Widen the margin"}],
+        "warnings": [],
+        "diff": BUSY_DIFF,
+        "diff_truncated": False,
+        "diff_command": BUSY_DIFF_COMMAND,
+    }
+    with storage.write() as tx:
+        tx.kv.set(f"code/{run_id}", document)
 
 
 def _spsa_progress(storage: Storage, run_id: str) -> None:

@@ -4,6 +4,7 @@ one approver, and every cell of the named tables visible on a phone."""
 
 import base64
 import gzip
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.seed import PLAIN_FINISHED, Seeded, seed
+from tests.browser.seed import BUSY_DIFF, BUSY_DIFF_COMMAND, PLAIN_FINISHED, Seeded, seed
 from tests.browser.test_dashboard import Worker, log_in, shoot
 from tests.web.live_server import Server, start_server, stop
 
@@ -68,6 +69,19 @@ def seeded(tmp_path: Path, repo_url: str) -> Iterator[tuple[Server, Seeded]]:
     server = start_server(data_dir, extra_env={"ARBITER_JOBS": "0"})
     yield server, runs
     stop(server)
+
+
+def diff_lines_are_single_spaced(page: Page) -> None:
+    """Each line of the shown diff one line-height below the one before."""
+    spans = page.locator("pre.diff span")
+    expect(spans).to_have_count(BUSY_DIFF.count("\n"))
+    tops = spans.evaluate_all("spans => spans.map((s) => s.getBoundingClientRect().top)")
+    height = spans.first.evaluate("s => parseFloat(getComputedStyle(s).lineHeight)")
+    steps = [later - earlier for earlier, later in itertools.pairwise(tops)]
+    assert all(abs(step - height) < 1 for step in steps), (steps, height)
+    box = page.locator("pre.diff").bounding_box()
+    assert box is not None
+    assert box["height"] < (len(tops) + 1) * height + 20
 
 
 def all_cells_shown(page: Page, selector: str) -> None:
@@ -171,6 +185,9 @@ def test_the_pages_at_each_width(
         + ("s" if machine.info["concurrency"] != 1 else "")
     )
     all_cells_shown(page, "table.tasks, section[aria-label=Arguments] table")
+    expect(page.locator(".follow-line")).to_be_visible()  # finished runs have no prompt
+    itp = page.locator("section[aria-label=Arguments] tr", has_text="Internal throughput")
+    expect(itp.locator("td")).to_have_text(re.compile(r"^\d+\.\d\d$"))
     # Sharing: every game in one download; a pasted link previews the result.
     download = page.locator("#download-games")
     expect(download).to_be_visible()
@@ -183,6 +200,12 @@ def test_the_pages_at_each_width(
         "content", f"{server.url}/tests/view/{runs.busy}"
     )
     shoot(page, artifacts, f"run-page-{width}")
+    # The diff: one screen line per line of it; its command copied by a button.
+    diff_lines_are_single_spaced(page)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    page.click("button[data-copy=reproduce-command]")
+    expect(page.locator("button[data-copy=reproduce-command]")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == BUSY_DIFF_COMMAND
     # Tasks: full worker details, a filter by worker, every task, one task's link.
     expect(page.locator("#task-0 .worker-details")).to_contain_text("MiB · Python 3.")
     page.fill("#task-worker", "nobody")
@@ -213,6 +236,9 @@ def test_the_pages_at_each_width(
     expect(page.locator("#spsa-chart [data-series='0']")).to_be_visible()
     page.goto(f"{server.url}/tests/stats/{runs.busy}")
     all_cells_shown(page, "table.args")
+    page.goto(f"{server.url}/tests/view/{runs.green}")
+    expect(page.locator("#run-status")).to_have_text("finished")
+    expect(page.locator(".follow-line")).to_have_count(0)
     page.goto(f"{server.url}/tests/live_elo/{runs.green}")
     all_cells_shown(page, "table.args")
     page.goto(f"{server.url}/actions")

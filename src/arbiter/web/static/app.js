@@ -6,6 +6,7 @@
 //    content once there is nothing left to wait for.
 //  - Forms with data-confirm ask before they submit.
 //  - Chart series toggles; notifications of followed runs that finished.
+//  - Copy buttons: <button data-copy="ID"> copies the text of element ID.
 "use strict";
 
 (function () {
@@ -196,7 +197,32 @@
     check();
   }
 
+  // Copy buttons, hidden until this script shows them. The clipboard API needs a
+  // secure context; elsewhere the text is selected and copied the old way.
+  function copyButtons() {
+    for (const button of document.querySelectorAll("button[data-copy]")) button.hidden = false;
+    document.addEventListener("click", async (event) => {
+      const button = event.target.closest && event.target.closest("button[data-copy]");
+      if (!button) return;
+      const source = document.getElementById(button.dataset.copy);
+      if (!source) return;
+      let copied = false;
+      try {
+        await navigator.clipboard.writeText(source.textContent);
+        copied = true;
+      } catch (error) {
+        const range = document.createRange();
+        range.selectNodeContents(source);
+        window.getSelection().removeAllRanges();
+        window.getSelection().addRange(range);
+        copied = document.execCommand("copy");
+      }
+      button.textContent = copied ? "Copied" : "Select and copy";
+    });
+  }
+
   for (const region of document.querySelectorAll("[data-live-src]")) liveRegion(region);
+  copyButtons();
   seriesToggles();
   notifications();
   confirmForms();

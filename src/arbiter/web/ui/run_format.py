@@ -155,13 +155,21 @@ def nelo_line(run: RunRecord) -> str:
     )
 
 
+def _shown(key: str, value: Any) -> Any:
+    """An argument as the table shows it: the internal throughput, a ratio the
+    scheduler computes, to two decimals (97.39, not 97.39070270270271)."""
+    return f"{value:.2f}" if key == "itp" and isinstance(value, float | int) else value
+
+
 def progress(run: RunRecord) -> str:
     return f"{games_of(run)} / {run.args['num_games']}"
 
 
 def arg_rows(run: RunRecord) -> list[tuple[str, Any]]:
     rows = [
-        (label, run.args[key]) for key, label in ARG_ROWS if run.args.get(key) not in ("", None)
+        (label, _shown(key, run.args[key]))
+        for key, label in ARG_ROWS
+        if run.args.get(key) not in ("", None)
     ]
     if "sprt" in run.args:
         sprt = run.args["sprt"]
