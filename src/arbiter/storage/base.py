@@ -302,6 +302,24 @@ class TaskLight:
     time_losses: int
 
 
+@dataclass(frozen=True, slots=True)
+class MachineRanking:
+    """Machines (short names) by a value of theirs, as dense ranks: equal values
+    share a rank, so their tasks stay in task order. `missing` is the rank of a
+    machine without a value."""
+
+    ranks: Mapping[str, int]
+    missing: int
+
+    @classmethod
+    def of(cls, values: Mapping[str, float], missing: float) -> "MachineRanking":
+        order = {value: rank for rank, value in enumerate(sorted({*values.values(), missing}))}
+        return cls({name: order[value] for name, value in values.items()}, order[missing])
+
+    def rank(self, worker_name: str) -> int:
+        return self.ranks.get(worker_name, self.missing)
+
+
 class TaskWorker(NamedTuple):
     """A task's machine (its short name): all the residual order needs."""
 
@@ -370,6 +388,14 @@ class TaskStore(Protocol):
 
     def workers_of_run(self, run_id: str) -> list[TaskWorker]:
         """Every good task's machine, by task id."""
+        ...
+
+    def page_by_machine_value(
+        self, run_id: str, ranking: MachineRanking, descending: bool, offset: int, limit: int
+    ) -> list[TaskRecord]:
+        """Good tasks ordered by their machine's value (ties by task id), from
+        `offset`: a run's page in an order kept outside the database (the χ²
+        residual of the moment)."""
         ...
 
     def worker_totals(self, run_id: str) -> WorkerTotals:

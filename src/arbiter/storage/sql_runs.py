@@ -23,6 +23,7 @@ from arbiter.storage.base import (
     DAY_SECONDS,
     FinishedRunFilter,
     FinishedSlice,
+    MachineRanking,
     RunCost,
     TaskContribution,
     TaskLight,
@@ -313,6 +314,14 @@ class SqlTaskStore:
 
     def workers_of_run(self, run_id: str) -> list[TaskWorker]:
         return sql_run_tasks.workers(self._connection, run_id)
+
+    def page_by_machine_value(
+        self, run_id: str, ranking: MachineRanking, descending: bool, offset: int, limit: int
+    ) -> list[TaskRecord]:
+        rows = sql_run_tasks.page_by_rank(
+            self._connection, run_id, ranking, descending=descending, offset=offset, limit=limit
+        )
+        return [_task(row) for row in rows]
 
     def worker_totals(self, run_id: str) -> WorkerTotals:
         return sql_run_tasks.worker_totals(self._connection, run_id)

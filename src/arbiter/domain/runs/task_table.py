@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from arbiter.protocol.workers import long_from_short, long_worker_name
 from arbiter.storage import Tx
-from arbiter.storage.base import TaskLight, TaskOrder
+from arbiter.storage.base import MachineRanking, TaskLight, TaskOrder
 from arbiter.storage.records import TaskRecord
 
 TASKS_PER_PAGE = 50
@@ -76,10 +76,12 @@ class _OnAMachine(Protocol):
     def worker_name(self) -> str: ...
 
 
+NO_RESIDUAL = -1.0  # a machine the χ² left out (too few games): first
+
+
 def _by_residual(residual: Mapping[str, float]) -> Callable[[_OnAMachine], float]:
-    """The residual order's key: the task's machine's χ² residual, a machine
-    the χ² left out (too few games) first."""
-    return lambda task: residual.get(task.worker_name, -1.0)
+    """The residual order's key: the task's machine's χ² residual."""
+    return lambda task: residual.get(task.worker_name, NO_RESIDUAL)
 
 
 def _key(sort: str, residual: Mapping[str, float]) -> Callable[[Row], Any]:
@@ -150,10 +152,15 @@ def from_storage(tx: Tx, run_id: str, query: TaskQuery, residual: Mapping[str, f
     sort = _sort(query)
     bad = tx.tasks.bad_of_run(run_id)
     order = SQL_ORDERS.get(sort)
-    if order is not None and not query.worker and query.show_task is None:
+    if not query.worker and query.show_task is None:
         total = tx.tasks.count_of_run(run_id)
         window = _window(total, query)
-        shown = tx.tasks.page_of_run(run_id, order, query.descending, window.start, window.size)
+        span = (query.descending, window.start, window.size)
+        if order is not None:
+            shown = tx.tasks.page_of_run(run_id, order, *span)
+        else:  # the residual order
+            ranking = MachineRanking.of(residual, NO_RESIDUAL)
+            shown = tx.tasks.page_by_machine_value(run_id, ranking, *span)
         return TaskSlice(shown, bad, window.page, window.pages, total, sort)
     ordered = _ordered_ids(tx, run_id, query, residual)
     shown_at = ordered.index(query.show_task) if query.show_task in ordered else None
@@ -164,8 +171,9 @@ def from_storage(tx: Tx, run_id: str, query: TaskQuery, residual: Mapping[str, f
 
 
 def _ordered_ids(tx: Tx, run_id: str, query: TaskQuery, residual: Mapping[str, float]) -> list[int]:
-    """The stored run's task ids in the table's order. The residual order alone
-    needs only each task's machine, a quarter of a light row's cost."""
+    """The stored run's task ids in the table's order (a filter, or the page
+    holding one task). The residual order alone needs only each task's
+    machine, a quarter of a light row's cost."""
     if _sort(query) == "residual" and not query.worker:
         machines = tx.tasks.workers_of_run(run_id)
         machines.sort(key=_by_residual(residual), reverse=query.descending)
