@@ -54,6 +54,14 @@ def _libpq(url: str) -> str:
 
 
 @pytest.fixture(scope="session")
+def shared_dir(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A directory every test process of this run shares: xdist gives each of its
+    workers a base directory of its own, under one parent made for the run."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if worker_id != "master" else base
+
+
+@pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A migrated SQLite file, copied for each test (faster than migrating each time)."""
     directory = tmp_path_factory.mktemp("sqlite-template")

@@ -12,8 +12,9 @@ repository and moved to a GitHub address while the server is stopped, as a
 run submitted online would be stored; the stand-in builds no engines.
 
 The books repository is a stub on loopback (these machines are offline), with
-a catalogue imported through `arbiter books import-catalogue`, as an operator
-would import the repository's books.json.
+a catalogue imported as `arbiter books import-catalogue` imports the
+repository's books.json (in this process: the command itself is tested in
+tests/test_cli.py).
 """
 
 import fcntl
@@ -21,9 +22,6 @@ import functools
 import gzip
 import io
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 import zipfile
@@ -38,13 +36,16 @@ import psycopg
 import pytest
 from sqlalchemy import make_url, select, update
 
+from arbiter.domain.actions import SYSTEM_USER
+from arbiter.domain.files.books import BookLibrary
 from arbiter.protocol.books import SHIPPED_BOOK
+from arbiter.runtime.bootstrap import open_storage
+from arbiter.runtime.settings import Settings
 from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.storage.lease import ADVISORY_LOCK_KEY
 from arbiter.storage.schema import runs
 from tests.storage.test_lease import end_lease_sessions, libpq
 from tests.web.live_server import (
-    CHEAP_HASHING,
     PASSWORD,
     Server,
     create_token,
@@ -91,12 +92,13 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def import_catalogue(data_dir: Path, database_url: str, catalogue: Path) -> str:
-    command = [sys.executable, "-m", "arbiter", "books", "import-catalogue", str(catalogue)]
-    command += ["--data-dir", str(data_dir), "--database-url", database_url]
-    env = {**os.environ, **CHEAP_HASHING}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-    return done.stderr
+def import_catalogue(data_dir: Path, database_url: str, catalogue: Path) -> int:
+    """How many books the catalogue holds, once imported into the server's database."""
+    settings = Settings(data_dir=data_dir, database_url=database_url)
+    with open_storage(settings) as storage:
+        library = BookLibrary(storage, data_dir / "books")
+        library.load()
+        return library.import_catalogue(json.loads(catalogue.read_text()), SYSTEM_USER)
 
 
 @pytest.fixture
@@ -105,7 +107,7 @@ def server(
 ) -> Iterator[tuple[Server, dict[str, str]]]:
     data_dir = tmp_path / "server"
     data_dir.mkdir()
-    assert "1 books" in import_catalogue(data_dir, database_url, books_repository[1])
+    assert import_catalogue(data_dir, database_url, books_repository[1]) == 1
     create_user(data_dir, "alice", database_url)
     create_user(data_dir, "root", database_url, approver=True)
     tokens = {name: create_token(data_dir, name, database_url) for name in ("alice", "root")}

@@ -43,6 +43,7 @@ from arbiter.worker.update import (
     prune,
 )
 from arbiter.worker.update import _run as run_step
+from tests.once import built_once
 from tests.web.live_server import start_server, stop
 from tests.worker.e2e import Accounts, Arena, arena, games, get_run, wait_for
 from tests.worker.fakes import FakeServer
@@ -66,12 +67,18 @@ class OldWorker:
 
 
 @pytest.fixture(scope="session")
-def old_worker(tmp_path_factory: pytest.TempPathFactory) -> OldWorker:
-    directory = tmp_path_factory.mktemp("old-worker")
-    wheelhouse = make_wheelhouse(directory / "wheelhouse")
-    wheel = older_worker_wheel(directory / "build", version=OLD_VERSION, protocol=OLD_PROTOCOL)
-    python = make_environment(directory / "env", wheel.path, wheelhouse)
-    return OldWorker(python, wheelhouse, directory / "build" / "source")
+def old_worker(shared_dir: Path) -> OldWorker:
+    """Built once for every test process of the run: a wheelhouse, a wheel and a
+    virtual environment take about 15 s."""
+    directory = shared_dir / "old-worker"
+    with built_once(directory) as needed:
+        if needed:
+            wheelhouse = make_wheelhouse(directory / "wheelhouse")
+            build = directory / "build"
+            wheel = older_worker_wheel(build, version=OLD_VERSION, protocol=OLD_PROTOCOL)
+            make_environment(directory / "env", wheel.path, wheelhouse)
+    python = directory / "env" / "bin" / "python"
+    return OldWorker(python, directory / "wheelhouse", directory / "build" / "source")
 
 
 @dataclass
