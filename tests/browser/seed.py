@@ -11,7 +11,7 @@ from arbiter.domain.accounts import User
 from arbiter.domain.files.book_catalogue import REFERENCE_DEFAULT_BOOK
 from arbiter.domain.files.books import AnyBook
 from arbiter.domain.runs.service import Runs
-from arbiter.storage import Storage
+from arbiter.storage import Storage, Tx
 from arbiter.storage.base import NewUser
 from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.storage.records import evolve
@@ -19,7 +19,8 @@ from tests.domain.runs.support import submit
 from tests.web.live_server import create_user
 
 SPSA_PARAMS = "Alpha,100,0,200,10,0.0020\nBeta,50,0,100,5,0.0020"
-PLAIN_FINISHED = 53  # with the green and the yellow one: 55, two pages of 50
+PLAIN_FINISHED = 53  # with the green, the yellow and three coloured ones: 58, two pages of 50
+WON = (0, 2, 10, 20, 18)  # pairs LL, LD, DD/WL, WD, WW: LOS far over 95%
 BUSY_DIFF = (
     "diff --git a/src/search.cpp b/src/search.cpp\n"
     "--- a/src/search.cpp\n"
@@ -41,6 +42,7 @@ class Seeded:
     busy: str  # approved, priority 1: the run a worker is given first
     alice_pending: str
     root_pending: str
+    colours: dict[str, str]  # finished runs on the first page: id -> its result's colour
 
 
 def seed(data_dir: Path, repo_url: str) -> Seeded:
@@ -78,15 +80,21 @@ def _runs(storage: Storage, repo_url: str) -> Seeded:
         runs.lifecycle.approve(root, run_id)
         runs.lifecycle.stop(root, run_id)
     with storage.write() as tx:
-        for run_id, flags in ((green, {"is_green": True}), (yellow, {"is_yellow": True})):
+        decided = (
+            (green, "accepted", {"is_green": True}),
+            (yellow, "rejected", {"is_yellow": True}),
+        )
+        for run_id, state, flags in decided:
             stored = tx.runs.get(run_id)
             assert stored is not None
-            tx.runs.save(evolve(stored, **flags))
+            sprt_args = {**stored.args, "sprt": {**stored.args["sprt"], "state": state}}
+            tx.runs.save(evolve(stored, args=sprt_args, wins=60, losses=40, draws=100, **flags))
         stored = tx.runs.get(plain)
         assert stored is not None
         for number in range(1, PLAIN_FINISHED):
             copy_id = f"{int(plain, 16) + number:024x}"
             tx.runs.add(evolve(stored, id=copy_id, last_updated=stored.last_updated - number))
+        colours = _coloured_results(tx, plain, green)
     waiting = runs.lifecycle.submit(
         alice,
         {"tests_repo": repo_url, "base_tag": "master", "new_tag": "patch", "tc": "10+0.1"},
@@ -101,8 +109,62 @@ def _runs(storage: Storage, repo_url: str) -> Seeded:
     runs.lifecycle.approve(root, busy)
     _code_with_a_diff(storage, busy)
     alice_pending = submit(runs, alice, repo_url, info="Waiting for approval")
+    _to_review(storage, alice_pending)
     root_pending = submit(runs, root, repo_url, info="Root's own test")
-    return Seeded(green, yellow, waiting, spsa_run, busy, alice_pending, root_pending)
+    return Seeded(green, yellow, waiting, spsa_run, busy, alice_pending, root_pending, colours)
+
+
+def _coloured_results(tx: Tx, plain: str, green: str) -> dict[str, str]:
+    """Three more finished runs, newest of all, each coloured by another of the
+    reference's rules: an accepted non-regression SPRT (blue), fixed games won
+    clearly (LOS over 95%: green), and an SPRT stopped before its first game
+    (no verdict: uncoloured). The plain run itself, fixed games with no
+    result, is uncoloured too."""
+    template, accepted = tx.runs.get(plain), tx.runs.get(green)
+    assert template is not None
+    assert accepted is not None
+    sprt = accepted.args["sprt"]
+    newest = template.last_updated + 10
+    rows = {
+        "blue": (
+            {
+                **accepted.args,
+                "info": "Simplify away",
+                "sprt": {**sprt, "elo0": -1.75, "elo1": 0.25},
+            },
+            {"wins": 60, "losses": 40, "draws": 100},
+        ),
+        "green": (
+            template.args,
+            {"wins": 60, "losses": 10, "draws": 30, "pentanomial": (0, 2, 10, 20, 18)},
+        ),
+        "": (
+            {**accepted.args, "info": "Stopped at once", "sprt": {**sprt, "state": ""}},
+            {"wins": 0, "losses": 0, "draws": 0},
+        ),
+    }
+    colours = {plain: ""}
+    for number, (colour, (args, results)) in enumerate(rows.items(), start=1):
+        run_id = f"{int(plain, 16) + 1000 + number:024x}"
+        tx.runs.add(evolve(template, id=run_id, args=args, last_updated=newest + number, **results))
+        colours[run_id] = colour
+    return colours
+
+
+PENDING_WARNING = "The base commit is not an ancestor of the new commit."
+
+
+def _to_review(storage: Storage, run_id: str) -> None:
+    """What an approver must see before approving: an ancestry warning, nets,
+    and the same bench signature on both sides."""
+    with storage.write() as tx:
+        run = tx.runs.get(run_id)
+        assert run is not None
+        nets = {"base_nets": ["nn-0000000000a1.nnue"], "new_nets": ["nn-0000000000b2.nnue"]}
+        same = {"base_signature": "1234567", "new_signature": "1234567"}
+        tx.runs.save(evolve(run, args={**run.args, **nets, **same}))
+        document = tx.kv.get(f"code/{run_id}") or {}
+        tx.kv.set(f"code/{run_id}", {**document, "warnings": [PENDING_WARNING]})
 
 
 def _code_with_a_diff(storage: Storage, run_id: str) -> None:

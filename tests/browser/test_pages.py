@@ -12,14 +12,21 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.seed import BUSY_DIFF, BUSY_DIFF_COMMAND, PLAIN_FINISHED, Seeded, seed
+from tests.browser.seed import (
+    BUSY_DIFF,
+    BUSY_DIFF_COMMAND,
+    PENDING_WARNING,
+    PLAIN_FINISHED,
+    Seeded,
+    seed,
+)
 from tests.browser.test_dashboard import Worker, log_in, shoot
 from tests.web.live_server import Server, start_server, stop
 
 pytestmark = pytest.mark.browser
 
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
-FINISHED = PLAIN_FINISHED + 2
+FINISHED = PLAIN_FINISHED + 5
 
 # Every th/td of the tables matched: displayed, with a box, and (scrolled into
 # view within its scroll box if it has one) inside the viewport's width. A
@@ -84,6 +91,16 @@ def diff_lines_are_single_spaced(page: Page) -> None:
     assert box["height"] < (len(tops) + 1) * height + 20
 
 
+def filter_button_keeps_its_size(page: Page, form_label: str) -> None:
+    """A filter form's button as wide as its text, not stretched across the card."""
+    form = page.locator(f"form[aria-label='{form_label}']")
+    button = form.locator("button[type=submit]")
+    form_box, button_box = form.bounding_box(), button.bounding_box()
+    assert form_box is not None
+    assert button_box is not None
+    assert button_box["width"] < 150, (form_label, button_box["width"], form_box["width"])
+
+
 def all_cells_shown(page: Page, selector: str) -> None:
     report = page.evaluate(CELLS_SHOWN, selector)
     assert report["cells"] > 0, selector
@@ -113,9 +130,24 @@ def test_the_pages_at_each_width(
     expect(page.locator("#pending-signups")).to_have_text("1")
     expect(page.locator("#my-tests")).to_have_attribute("href", "/tests/user/root")
 
-    # Home: rows with description, date, links; pending ones approved from the list.
+    # Before approving: the warnings beside Approve, at the top; nets; a note.
+    page.goto(f"{server.url}/tests/view/{runs.alice_pending}")
+    expect(page.locator("#approve-warnings")).to_have_text(PENDING_WARNING)
+    expect(page.locator("#approve")).to_have_class("warn")
+    warnings_box = page.locator("#approve-warnings").bounding_box()
+    about_box = page.locator("#run-about").bounding_box()
+    assert warnings_box is not None
+    assert about_box is not None
+    assert warnings_box["y"] < about_box["y"]
+    expect(page.locator("#same-signatures")).to_be_visible()
+    new_nets = page.locator("section[aria-label=Arguments] tr", has_text="New nets")
+    expect(new_nets.locator("td")).to_have_text("nn-0000000000b2.nnue")
+
+    # Home: rows with description, date, links; pending ones approved from the list,
+    # a run with warnings only once they were shown.
     page.goto(f"{server.url}/tests")
     pending = page.locator(f"#pending tr[data-run='{runs.alice_pending}']")
+    expect(pending.locator("a.row-warnings")).to_have_text("1 warning")
     expect(pending.locator(".description")).to_have_text("Waiting for approval")
     expect(pending.locator("time[title=submitted]")).to_be_visible()
     expect(pending.locator("a.user-link")).to_have_attribute("href", "/tests/user/alice")
@@ -123,8 +155,11 @@ def test_the_pages_at_each_width(
     expect(
         page.locator(f"#pending tr[data-run='{runs.root_pending}'] .row-actions button")
     ).to_have_count(2)
+    shown: list[str] = []
+    page.once("dialog", lambda dialog: (shown.append(dialog.message), dialog.accept()))
     pending.locator("button", has_text="Approve").click()
     expect(page.locator(".flash")).to_contain_text("Run approved.")
+    assert shown == [f"{PENDING_WARNING} Approve anyway?"]
     assert page.url.endswith("/tests")
     expect(page.locator(f"#pending tr[data-run='{runs.alice_pending}']")).to_have_count(0)
     expect(page.locator("#finished h2 .badge")).to_have_text(str(FINISHED))
@@ -136,6 +171,9 @@ def test_the_pages_at_each_width(
     # Finished tests: tabs, totals, pages by cursor, search.
     page.goto(f"{server.url}/tests/finished")
     expect(page.locator("#finished-count")).to_have_text(f"{FINISHED} tests")
+    for run_id, colour in runs.colours.items():  # the reference's colours
+        cell = page.locator(f"tr[data-run='{run_id}'] td.result-cell")
+        expect(cell).to_have_class(re.compile(rf"^result-cell {colour}\s*$"))
     expect(page.locator("a[rel=prev]")).to_have_count(0)
     page.locator("a[rel=next]").first.click()
     expect(page.locator("#finished tbody tr")).to_have_count(FINISHED - 50)
@@ -263,6 +301,7 @@ def test_the_pages_at_each_width(
     # Machines: filter, my workers, sort, refreshed while visible.
     page.goto(f"{server.url}/machines")
     all_cells_shown(page, "table.machines")
+    filter_button_keeps_its_size(page, "Filter machines")
     with page.expect_request(re.compile(r"/machines\?live=1")):
         page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
     page.click("th a[data-sort=user]")
@@ -301,6 +340,19 @@ def test_the_pages_at_each_width(
     expect(page.locator("#threads")).to_have_attribute("min", "1")
     expect(page.locator("#num_games")).to_have_attribute("step", "2")
     expect(page.locator("#elo0")).to_have_attribute("inputmode", "decimal")
+    # Nets: the filters laid out as every other page's.
+    page.goto(f"{server.url}/nns")
+    expect(page.locator("form[aria-label='Filter nets']")).to_have_class("filters-form card")
+    filter_button_keeps_its_size(page, "Filter nets")
+    # A deleted run's page stays (the event log links to it), with a note.
+    page.goto(f"{server.url}/tests/view/{runs.yellow}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#delete")
+    page.wait_for_url(f"{server.url}/tests")
+    page.goto(f"{server.url}/tests/view/{runs.yellow}")
+    expect(page.locator("#run-status")).to_have_text("deleted")
+    expect(page.locator("#run-deleted")).to_be_visible()
+    expect(page.locator("#delete")).to_have_count(0)
     context.close()
 
 

@@ -63,7 +63,12 @@ def test_the_owner_stops_modifies_and_deletes(client: TestClient, repo_url: str)
     assert "Run stopped." in client.get(f"/tests/view/{run_id}").text
     assert state(client).runs.queries.run(run_id).finished
     assert post(client, run_id, "delete").headers["location"] == "/tests"  # type: ignore[attr-defined]
-    assert client.get(f"/tests/view/{run_id}").status_code == 404
+    # Still shown, as the reference shows it, with a note and no button.
+    deleted = client.get(f"/tests/view/{run_id}")
+    assert deleted.status_code == 200
+    assert 'id="run-deleted"' in deleted.text
+    assert not any(f'id="{button}"' in deleted.text for button in ("stop", "purge", "delete"))
+    assert client.get(f"/tests/stats/{run_id}").status_code == 404
 
 
 def test_the_modify_form_calls_an_sprt_game_count_a_cap(client: TestClient, repo_url: str) -> None:

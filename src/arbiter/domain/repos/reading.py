@@ -310,6 +310,8 @@ class CodeReader:
         )
 
     def _warnings(self, mirror: Mirror, base: str, new: str, master: str | None) -> list[str]:
+        if base == new:
+            return []  # one commit against itself (SPSA tunes so): no patch to place
         warnings = []
         if not self._is_ancestor(mirror, base, new):
             warnings.append("The base commit is not an ancestor of the new commit.")

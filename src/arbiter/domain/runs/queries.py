@@ -174,14 +174,15 @@ class RunQueries:
 
     def detail(self, run_id: str) -> RunDetail:
         """A run and its workers' χ², for its page: a live run with its tasks
-        from memory, a stored one without (`task_slice` reads a page)."""
+        from memory, a stored one without (`task_slice` reads a page). A deleted
+        run is shown too, as the reference shows it (its page says so)."""
         state = self._context.registry.get(run_id)
         if state is not None:
             with state.lock:
                 run, tasks = state.run, list(state.tasks)
             chi2 = self._chi2.get(run, lambda: chi2_of(tasks))
             return RunDetail(run, tasks, why_no_workers(run, state), chi2)
-        run = self._stored_run(run_id)
+        run = self._stored_run(run_id, deleted_too=True)
         storage = self._context.storage
         chi2 = self._chi2.get(run, lambda: chi2_summaries.stored_or_computed(storage, run))
         return RunDetail(run, None, why_no_workers(run, None), chi2)
@@ -336,10 +337,10 @@ class RunQueries:
         view["elo"] = sprt_estimate(run)
         return view
 
-    def _stored_run(self, run_id: str) -> RunRecord:
+    def _stored_run(self, run_id: str, *, deleted_too: bool = False) -> RunRecord:
         with self._context.storage.read() as tx:
             run = tx.runs.get(run_id)
-        if run is None or run.deleted:
+        if run is None or (run.deleted and not deleted_too):
             raise NotFound(f"No run {run_id}.")
         return run
 

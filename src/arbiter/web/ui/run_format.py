@@ -27,6 +27,8 @@ ARG_ROWS = (
     ("base_tag", "Base"),
     ("resolved_new", "New SHA"),
     ("resolved_base", "Base SHA"),
+    ("new_nets", "New nets"),
+    ("base_nets", "Base nets"),
     ("tc", "Time control"),
     ("new_tc", "New time control"),
     ("threads", "Threads"),
@@ -80,15 +82,36 @@ def colour(run: RunRecord) -> str:
 
 
 def result_colour(run: RunRecord) -> str:
-    """The result cell's colour: accepted (green), yellow, or rejected (red: a
-    finished SPRT that was neither)."""
-    if run.is_green:
-        return "green"
-    if run.is_yellow:
-        return "yellow"
-    if run.finished and not run.failed and "sprt" in run.args:
-        return "red"
+    """The result cell's colour, by the reference's rules: a rejected test is
+    yellow when the new engine won more games than it lost, else red; an
+    accepted one green, or blue for a non-regression SPRT (elo0 + elo1 < 0).
+    An SPRT's verdict is its state (a test stopped before deciding has none:
+    uncoloured); a fixed-games test's is its LOS (under 5% rejected, over 95%
+    accepted); SPSA runs are never coloured."""
+    if "spsa" in run.args:
+        return ""
+    verdict = _verdict(run)
+    if verdict == "rejected":
+        return "yellow" if run.wins > run.losses else "red"
+    if verdict == "accepted":
+        sprt = run.args.get("sprt")
+        regression = sprt is not None and float(sprt["elo0"]) + float(sprt["elo1"]) < 0.0
+        return "blue" if regression else "green"
     return ""
+
+
+def _verdict(run: RunRecord) -> str:
+    sprt = run.args.get("sprt")
+    if sprt is not None:
+        return str(sprt.get("state") or "")
+    counts = elo_counts(run)
+    if sum(counts) < 2:
+        return ""
+    try:
+        los = fixed_games_elo(counts).los
+    except (ValueError, ZeroDivisionError):
+        return ""
+    return "rejected" if los < 0.05 else "accepted" if los > 0.95 else ""
 
 
 DESCRIPTION_CHARS = 160
@@ -157,8 +180,18 @@ def nelo_line(run: RunRecord) -> str:
 
 def _shown(key: str, value: Any) -> Any:
     """An argument as the table shows it: the internal throughput, a ratio the
-    scheduler computes, to two decimals (97.39, not 97.39070270270271)."""
-    return f"{value:.2f}" if key == "itp" and isinstance(value, float | int) else value
+    scheduler computes, to two decimals (97.39, not 97.39070270270271); a list
+    (the nets) as its items."""
+    if key == "itp" and isinstance(value, float | int):
+        return f"{value:.2f}"
+    return ", ".join(str(item) for item in value) if isinstance(value, list) else value
+
+
+def same_signatures(run: RunRecord) -> bool:
+    """Base and new bench the same (the reference's note); SPSA runs, which
+    tune one commit, are left out."""
+    base, new = run.args.get("base_signature"), run.args.get("new_signature")
+    return "spsa" not in run.args and bool(base) and base == new
 
 
 def progress(run: RunRecord) -> str:
@@ -169,7 +202,7 @@ def arg_rows(run: RunRecord) -> list[tuple[str, Any]]:
     rows = [
         (label, _shown(key, run.args[key]))
         for key, label in ARG_ROWS
-        if run.args.get(key) not in ("", None)
+        if run.args.get(key) not in ("", None, [])
     ]
     if "sprt" in run.args:
         sprt = run.args["sprt"]

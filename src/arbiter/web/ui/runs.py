@@ -15,8 +15,10 @@ from starlette.responses import Response
 
 from arbiter.domain.errors import NotFound
 from arbiter.domain.runs.approval import approve_refusal
+from arbiter.domain.runs.service import Runs
 from arbiter.domain.runs.task_table import TaskQuery
 from arbiter.runtime.state import AppState
+from arbiter.storage.records import RunRecord
 from arbiter.web.api import app_state
 from arbiter.web.templating import render
 from arbiter.web.ui import run_charts, run_code, run_format, run_view
@@ -36,15 +38,28 @@ async def tests(request: Request) -> Response:
     self_approval = bool(user and user.is_approver and overview.pending) and (
         await run_in_threadpool(runs.lifecycle.self_approval)
     )
+    # An approver approving from the list is shown each run's ancestry warnings.
+    pending_warnings = (
+        await run_in_threadpool(_warnings_of, runs, overview.pending)
+        if user is not None and user.is_approver and overview.pending
+        else {}
+    )
     context = {
         "overview": overview,
         "fmt": run_format,
         "self_approval": self_approval,
         "machines": machines,
+        "pending_warnings": pending_warnings,
     }
     if request.query_params.get("live"):
         return await render(request, "tests_live.html", context, fragment=True)
     return await render(request, "tests.html", context)
+
+
+def _warnings_of(runs: Runs, pending: list[RunRecord]) -> dict[str, list[str]]:
+    """The ancestry warnings of the runs waiting for approval (a few). [THREAD]"""
+    views = {run.id: runs.queries.code(run.id) for run in pending}
+    return {run_id: list(view.warnings) for run_id, view in views.items() if view and view.warnings}
 
 
 async def run_page(request: Request) -> Response:
@@ -60,9 +75,8 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     live = bool(request.query_params.get("live"))
     try:
         context = await run_in_threadpool(
-            lambda: (
-                _run_context(state, run_id, with_pgns=user is not None, query=query)
-                | _code_context(state, run_id, live=live)
+            lambda: _with_code(
+                _run_context(state, run_id, with_pgns=user is not None, query=query), state, live
             )
         )
     except NotFound:
@@ -114,9 +128,14 @@ def _run_context(
     }
 
 
-def _code_context(state: AppState, run_id: str, *, live: bool) -> dict[str, Any]:
-    # The live region never shows the code: its refresh does not read the diff.
-    return {"code_view": None if live else state.runs.queries.code(run_id)}
+def _with_code(context: dict[str, Any], state: AppState, live: bool) -> dict[str, Any]:
+    """The run's code as submission read it: for the whole page, and for a live
+    refresh of a run waiting for approval, whose Approve shows the warnings
+    beside it (the refresh of any other run reads no diff). [THREAD]"""
+    run = context["run"]
+    pending = not (run.approved or run.finished or run.deleted)
+    wanted = not live or pending
+    return context | {"code_view": state.runs.queries.code(run.id) if wanted else None}
 
 
 def _stored_pgns(state: AppState, run_id: str) -> set[int]:
