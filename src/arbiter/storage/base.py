@@ -302,24 +302,6 @@ class TaskLight:
     time_losses: int
 
 
-@dataclass(frozen=True, slots=True)
-class MachineRanking:
-    """Machines (short names) by a value of theirs, as dense ranks: equal values
-    share a rank, so their tasks stay in task order. `missing` is the rank of a
-    machine without a value."""
-
-    ranks: Mapping[str, int]
-    missing: int
-
-    @classmethod
-    def of(cls, values: Mapping[str, float], missing: float) -> "MachineRanking":
-        order = {value: rank for rank, value in enumerate(sorted({*values.values(), missing}))}
-        return cls({name: order[value] for name, value in values.items()}, order[missing])
-
-    def rank(self, worker_name: str) -> int:
-        return self.ranks.get(worker_name, self.missing)
-
-
 class TaskWorker(NamedTuple):
     """A task's machine (its short name): all the residual order needs."""
 
@@ -391,11 +373,16 @@ class TaskStore(Protocol):
         ...
 
     def page_by_machine_value(
-        self, run_id: str, ranking: MachineRanking, descending: bool, offset: int, limit: int
+        self,
+        run_id: str,
+        values: Mapping[str, float],
+        missing: float,
+        span: tuple[bool, int, int],
     ) -> list[TaskRecord]:
-        """Good tasks ordered by their machine's value (ties by task id), from
-        `offset`: a run's page in an order kept outside the database (the χ²
-        residual of the moment)."""
+        """Good tasks ordered by their machine's value in `values` (`missing`
+        for a machine without one; ties by task id), `span` being (descending,
+        offset, limit): a run's page in an order kept outside the database (the
+        χ² residual of the moment)."""
         ...
 
     def worker_totals(self, run_id: str) -> WorkerTotals:

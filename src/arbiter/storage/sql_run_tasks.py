@@ -8,7 +8,7 @@ rows are decoded.
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from arbiter.storage import prepared
-from arbiter.storage.base import MachineRanking, TaskLight, TaskOrder, TaskWorker, WorkerTotals
+from arbiter.storage.base import TaskLight, TaskOrder, TaskWorker, WorkerTotals
 from arbiter.storage.schema import tasks
 
 
@@ -75,27 +75,28 @@ def page(
     return by_ids(connection, run_id, list(connection.execute(query).scalars()))
 
 
-def page_by_rank(
+def page_by_value(
     connection: Connection,
     run_id: str,
-    ranking: MachineRanking,
-    *,
-    descending: bool,
-    offset: int,
-    limit: int,
+    values: Mapping[str, float],
+    missing: float,
+    span: tuple[bool, int, int],
 ) -> list[Row[Any]]:
-    """A page of the run's good tasks by their machine's rank, ties by task id.
-    PostgreSQL joins the ranks (one JSON parameter) and sorts: thousands of
-    rows would cost the server more to receive than the whole page. SQLite
-    sorts the machines of the driver's rows here, where its own sort would
-    spend more of this process than Python does."""
+    """A page of the run's good tasks by their machine's value, ties by task
+    id; `span` is (descending, offset, limit). PostgreSQL joins the machines'
+    ranks (one JSON parameter: a value may be infinite) and sorts: thousands of
+    rows would cost this process more to receive than the page. SQLite sorts
+    the driver's rows here, where its own sort would spend more of this
+    process than Python does."""
+    descending, offset, limit = span
     if connection.dialect.name == "postgresql":
+        ranks, missing_rank = dense_ranks(values, missing)
         ranked = (
-            func.jsonb_each_text(cast(bindparam("ranks", json.dumps(ranking.ranks)), JSONB))
+            func.jsonb_each_text(cast(bindparam("ranks", json.dumps(ranks)), JSONB))
             .table_valued("key", "value")
             .alias("ranked")
         )
-        rank = func.coalesce(cast(ranked.c.value, Integer), ranking.missing)
+        rank = func.coalesce(cast(ranked.c.value, Integer), missing_rank)
         query = (
             select(tasks.c.task_id)
             .select_from(tasks.outerjoin(ranked, ranked.c.key == tasks.c.worker_name))
@@ -107,9 +108,17 @@ def page_by_rank(
         task_ids = list(connection.execute(query).scalars())
     else:
         rows = prepared.fetch_all(connection, _WORKERS, {"run_id": run_id})  # in task order
-        rows.sort(key=lambda row: ranking.rank(row[1]), reverse=descending)  # stable: ties too
+        value_of = values.get
+        rows.sort(key=lambda row: value_of(row[1], missing), reverse=descending)  # stable
         task_ids = [task_id for task_id, _ in rows[offset : offset + limit]]
     return by_ids(connection, run_id, task_ids)
+
+
+def dense_ranks(values: Mapping[str, float], missing: float) -> tuple[dict[str, int], int]:
+    """Each name's rank by value, equal values sharing one (so their tasks stay
+    in task order), and the rank `missing` would have."""
+    order = {value: rank for rank, value in enumerate(sorted({*values.values(), missing}))}
+    return {name: order[value] for name, value in values.items()}, order[missing]
 
 
 def count(connection: Connection, run_id: str) -> int:

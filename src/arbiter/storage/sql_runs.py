@@ -1,6 +1,6 @@
 """Runs and tasks on SQL. Rows map one to one onto `RunRecord` / `TaskRecord`."""
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,7 +23,6 @@ from arbiter.storage.base import (
     DAY_SECONDS,
     FinishedRunFilter,
     FinishedSlice,
-    MachineRanking,
     RunCost,
     TaskContribution,
     TaskLight,
@@ -316,11 +315,13 @@ class SqlTaskStore:
         return sql_run_tasks.workers(self._connection, run_id)
 
     def page_by_machine_value(
-        self, run_id: str, ranking: MachineRanking, descending: bool, offset: int, limit: int
+        self,
+        run_id: str,
+        values: Mapping[str, float],
+        missing: float,
+        span: tuple[bool, int, int],
     ) -> list[TaskRecord]:
-        rows = sql_run_tasks.page_by_rank(
-            self._connection, run_id, ranking, descending=descending, offset=offset, limit=limit
-        )
+        rows = sql_run_tasks.page_by_value(self._connection, run_id, values, missing, span)
         return [_task(row) for row in rows]
 
     def worker_totals(self, run_id: str) -> WorkerTotals:

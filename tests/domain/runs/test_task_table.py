@@ -11,7 +11,7 @@ from arbiter.domain.runs.queries import chi2_of
 from arbiter.domain.runs.task_table import TASKS_PER_PAGE, TaskQuery, TaskSlice
 from arbiter.stats.purge import chi2_residuals
 from arbiter.storage import Storage
-from arbiter.storage.base import MachineRanking, TaskLight
+from arbiter.storage.base import TaskLight
 from arbiter.storage.records import TaskRecord
 from tests.domain.runs.support import run_record, task_record
 
@@ -159,9 +159,3 @@ def test_only_the_page_is_read(storage: Storage, stored: list[TaskRecord]) -> No
         assert counted.light == 0  # the residual order reads each task's machine only
         task_table.from_storage(tx, RUN, TaskQuery(sort="residual", worker="u"), {})
         assert counted.light == 1
-
-
-def test_machines_are_ranked_densely_with_the_missing_value_in_its_place() -> None:
-    ranking = MachineRanking.of({"a": 2.5, "b": -3.0, "c": 2.5, "d": 0.0}, -1.0)
-    assert dict(ranking.ranks) == {"b": 0, "d": 2, "a": 3, "c": 3}
-    assert (ranking.missing, ranking.rank("unknown")) == (1, 1)

@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from arbiter.protocol.workers import long_from_short, long_worker_name
 from arbiter.storage import Tx
-from arbiter.storage.base import MachineRanking, TaskLight, TaskOrder
+from arbiter.storage.base import TaskLight, TaskOrder
 from arbiter.storage.records import TaskRecord
 
 TASKS_PER_PAGE = 50
@@ -159,8 +159,7 @@ def from_storage(tx: Tx, run_id: str, query: TaskQuery, residual: Mapping[str, f
         if order is not None:
             shown = tx.tasks.page_of_run(run_id, order, *span)
         else:  # the residual order
-            ranking = MachineRanking.of(residual, NO_RESIDUAL)
-            shown = tx.tasks.page_by_machine_value(run_id, ranking, *span)
+            shown = tx.tasks.page_by_machine_value(run_id, residual, NO_RESIDUAL, span)
         return TaskSlice(shown, bad, window.page, window.pages, total, sort)
     ordered = _ordered_ids(tx, run_id, query, residual)
     shown_at = ordered.index(query.show_task) if query.show_task in ordered else None
