@@ -101,6 +101,11 @@ def filter_button_keeps_its_size(page: Page, form_label: str) -> None:
     assert button_box["width"] < 150, (form_label, button_box["width"], form_box["width"])
 
 
+def no_sideways_scroll(page: Page) -> None:
+    width = page.evaluate("document.documentElement.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width + 1, page.url
+
+
 def all_cells_shown(page: Page, selector: str) -> None:
     report = page.evaluate(CELLS_SHOWN, selector)
     assert report["cells"] > 0, selector
@@ -126,6 +131,10 @@ def test_the_pages_at_each_width(
     machine.call("upload_pgn", run_id=runs.busy, task_id=machine.task_id, pgn=encoded)
     log_in(page, server, "root")
 
+    # The top bar takes one line of the screen, at any width.
+    bar = page.locator("header.topbar").bounding_box()
+    assert bar is not None
+    assert bar["height"] < 70, bar
     # Navigation: the approver sees the signup waiting; My tests is theirs.
     expect(page.locator("#pending-signups")).to_have_text("1")
     expect(page.locator("#my-tests")).to_have_attribute("href", "/tests/user/root")
@@ -260,6 +269,10 @@ def test_the_pages_at_each_width(
     all_cells_shown(page, "table.spsa")
     expect(page.locator("table.spsa td.spsa-c").first).to_have_text(re.compile(r"^\d"))
     expect(page.locator("table.spsa td.spsa-r").first).to_have_text(re.compile(r"^\d"))
+    label = page.locator("#spsa-chart text").first.bounding_box()
+    assert label is not None
+    assert label["height"] >= 9, label  # readable on a phone too
+    no_sideways_scroll(page)
     first_point = page.locator("#spsa-chart [data-series='0'] circle.point").nth(1)
     expect(first_point.locator("title")).to_have_text("Alpha: 0.100 at 50")
     first_point.hover()
@@ -279,6 +292,16 @@ def test_the_pages_at_each_width(
     expect(page.locator(".follow-line")).to_have_count(0)
     page.goto(f"{server.url}/tests/live_elo/{runs.green}")
     all_cells_shown(page, "table.args")
+    # A shared live Elo link says what the test is, whose, at which time control.
+    details = page.locator("section[aria-label=Details] table.args")
+    for label, value in (
+        ("Submitted by", "alice"),
+        ("Time control", "60+0.6, 1 thread"),
+        ("Description", "Tune king safety"),
+        ("LOS", "%"),
+    ):
+        expect(details.locator("tr", has_text=label).locator("td")).to_contain_text(value)
+    expect(details.locator("tr", has_text="Commit message")).to_have_count(1)
     page.goto(f"{server.url}/actions")
     all_cells_shown(page, "table.actions-log")
     # Contributors: summary cards, sorting, going to a user.
@@ -294,8 +317,17 @@ def test_the_pages_at_each_width(
     page.fill("#contributor-user", "ALICE")
     page.click("form[aria-label='Find a contributor'] button")
     expect(page.locator("#contributor-alice")).to_have_class(re.compile(r"\bhighlight\b"))
-    page.click("#contributors-me")
-    expect(page.locator("#contributor-missing")).to_contain_text("root has no games yet")
+    page.click("#contributors-me")  # root has tests and no games: listed too
+    expect(page.locator("#contributor-root")).to_have_class(re.compile(r"\bhighlight\b"))
+    expect(page.locator("#contributor-root td:nth-child(6)")).to_have_text("0")
+    # ... and one's profile says the same of oneself, with the registration date.
+    page.goto(f"{server.url}/user")
+    expect(page.locator("#profile-facts")).to_contain_text("0 games · 0.0 CPU hours · 1 test")
+    expect(page.locator("#profile-facts time")).to_be_visible()
+    page.goto(f"{server.url}/contributors")
+    page.fill("#contributor-user", "dave")
+    page.click("form[aria-label='Find a contributor'] button")
+    expect(page.locator("#contributor-missing")).to_contain_text("dave has no games or tests yet")
     all_cells_shown(page, "table.contributors, .cards")
 
     # Machines: filter, my workers, sort, refreshed while visible.
@@ -330,6 +362,12 @@ def test_the_pages_at_each_width(
     page.locator("a.task-link").first.click()
     expect(page.locator(f"#task-{machine.task_id}")).to_have_class(re.compile(r"\bhighlight\b"))
     expect(page.locator(f"#task-{machine.task_id}")).to_be_in_viewport()
+    # ... and the run page says why its workers gave up, without the event log.
+    failures = page.locator("#recent-failures")
+    expect(failures).to_contain_text(f"task {machine.task_id}: no disk")
+    expect(failures.locator("a")).to_have_attribute(
+        "href", f"/actions?run_id={runs.busy}&action=failed_task"
+    )
 
     # First use: root approves their own run (the only approver).
     page.goto(f"{server.url}/tests/view/{runs.root_pending}")
@@ -340,6 +378,24 @@ def test_the_pages_at_each_width(
     expect(page.locator("#threads")).to_have_attribute("min", "1")
     expect(page.locator("#num_games")).to_have_attribute("step", "2")
     expect(page.locator("#elo0")).to_have_attribute("inputmode", "decimal")
+    # User management: counts, search, every control on screen, and asking first.
+    page.goto(f"{server.url}/user_management")
+    expect(page.locator("#count-pending")).to_have_text("1")
+    all_cells_shown(page, "table.users")
+    page.fill("#user-search", "DAV")
+    page.click("form[aria-label='Find users'] button")
+    expect(page.locator("#users-shown")).to_have_text("1 of 1 pending user")
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("#user-dave form[action$='/reject'] button")
+    expect(page.locator("#user-dave")).to_be_visible()  # dismissed: nothing done
+    assert asked == ["Reject dave's signup? The account is removed."]
+    page.goto(f"{server.url}/user_management?group=all&sort=user")
+    all_cells_shown(page, "table.users")
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("#user-alice form[action$='/block'] button")
+    expect(page.locator("#user-alice td[data-label=Status]")).to_have_text("active")
+    assert asked[-1].startswith("Block alice?")
     # Nets: the filters laid out as every other page's.
     page.goto(f"{server.url}/nns")
     expect(page.locator("form[aria-label='Filter nets']")).to_have_class("filters-form card")

@@ -115,7 +115,8 @@ class Contributors:
         if first_day is not None:
             live = [c for c in live if c.day >= first_day]
         everyone = _summarise([*stored, *live])
-        table = [c for c in everyone if c.games > 0]  # the table lists who played
+        # The table lists who played or submitted.
+        table = [c for c in everyone if c.games > 0 or c.tests > 0]
         # The stamp is the build's end: a slow build is still served from the cache.
         return _Built(self._context.clock(), table, _summary(everyone))
 

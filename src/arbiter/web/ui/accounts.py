@@ -119,11 +119,16 @@ async def profile(request: Request) -> Response:
 async def _profile_page(request: Request, extra: dict[str, Any], status: int = 200) -> Response:
     user = require_user(request)
     state = app_state(request)
-    tokens, hooks = await run_in_threadpool(
-        lambda: (state.accounts.list_tokens(user.username), state.webhooks.of_user(user.username))
+    tokens, hooks, table = await run_in_threadpool(
+        lambda: (
+            state.accounts.list_tokens(user.username),
+            state.webhooks.of_user(user.username),
+            state.runs.contributors.table(),  # cached: a few hundred rows
+        )
     )
     context = {
         "profile": user,
+        "contribution": next((c for c in table if c.username == user.username), None),
         "tokens": tokens,
         "errors": {},
         "new_token": None,

@@ -168,6 +168,21 @@ class LiveElo:
     decided: bool
 
 
+def _about(run: RunRecord) -> Rows:
+    """What a shared live Elo link says of the test: who, what, at which time control."""
+    args = run.args
+    threads = int(args.get("threads", 1))
+    tc = f"{args.get('tc', '')}, {threads} thread{'s' if threads != 1 else ''}"
+    message = str(args.get("msg_new") or "").strip().splitlines()
+    return [
+        ("Test", f"{args.get('new_tag', '')} vs {args.get('base_tag', '')}"),
+        ("Submitted by", run.username),
+        ("Time control", tc),
+        ("Description", str(args.get("info") or "")),
+        ("Commit message", message[0] if message else ""),
+    ]
+
+
 def live_elo(run: RunRecord) -> LiveElo:
     """Three gauges (LOS, LLR within its bounds, Elo with its CI) and details."""
     sprt = run.args.get("sprt")
@@ -187,6 +202,7 @@ def live_elo(run: RunRecord) -> LiveElo:
     estimate = _sprt_estimate(run, sprt)
     decided = bool(sprt.get("state")) or run.finished
     rows: Rows = [
+        *_about(run),
         ("Games", f"{run.wins + run.losses + run.draws:,}"),
         ("W / L / D", f"{run.wins} / {run.losses} / {run.draws}"),
         ("Pentanomial", ", ".join(map(str, run.pentanomial))),
@@ -194,6 +210,7 @@ def live_elo(run: RunRecord) -> LiveElo:
     ]
     if estimate is None:
         return LiveElo([gauge(llr_gauge)], rows, decided)
+    rows.append(("LOS", f"{100 * estimate.los:.1f}%"))
     elo0, elo1 = float(sprt["elo0"]), float(sprt["elo1"])
     span = math.ceil(max(4.0, abs(estimate.ci[0]), abs(estimate.ci[1]), abs(elo1) + 1))
     elo_gauge = Gauge(

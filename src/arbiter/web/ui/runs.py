@@ -18,6 +18,7 @@ from arbiter.domain.runs.approval import approve_refusal
 from arbiter.domain.runs.service import Runs
 from arbiter.domain.runs.task_table import TaskQuery
 from arbiter.runtime.state import AppState
+from arbiter.storage.base import ActionFilter
 from arbiter.storage.records import RunRecord
 from arbiter.web.api import app_state
 from arbiter.web.templating import render
@@ -26,6 +27,7 @@ from arbiter.web.ui.forms import current_user
 
 TASK_PARAMS = ("page", "sort", "order", "worker", "show_task", "all")
 LIVE_DONE = 286  # "final state, stop polling" (the reference's htmx convention)
+RECENT_FAILURES = 3  # failed tasks a run page shows: why its workers keep giving up
 
 
 async def tests(request: Request) -> Response:
@@ -125,6 +127,9 @@ def _run_context(
         "tasks": tasks,
         "live_version": _version(detail.run.last_updated),
         "self_approval": pending and state.runs.lifecycle.self_approval(),
+        "failures": state.actions.list(
+            ActionFilter(action="failed_task", run_id=run_id, max_count=RECENT_FAILURES)
+        ),
     }
 
 

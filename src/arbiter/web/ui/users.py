@@ -6,6 +6,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from arbiter.domain.accounts import User
 from arbiter.web.api import app_state
 from arbiter.web.templating import render
 from arbiter.web.ui.forms import read_form, redirect, require_approver, session_of
@@ -15,14 +16,39 @@ GROUPS = ("pending", "blocked", "all")
 
 async def user_management(request: Request) -> Response:
     require_approver(request)
-    group = request.query_params.get("group", "pending")
+    params = request.query_params
+    group = params.get("group", "pending")
     if group not in GROUPS:
         group = "pending"
-    filters = {"pending": {"pending": True}, "blocked": {"blocked": True}, "all": {}}[group]
-    users = await run_in_threadpool(lambda: app_state(request).accounts.list_users(**filters))
-    return await render(
-        request, "user_management.html", {"users": users, "group": group, "groups": GROUPS}
-    )
+    everyone = await run_in_threadpool(app_state(request).accounts.list_users)
+    counts = {name: sum(1 for user in everyone if _in_group(user, name)) for name in GROUPS}
+    text = params.get("q", "").strip()[:64]
+    sort = params.get("sort", "registered")
+    shown = [user for user in everyone if _in_group(user, group) and _matches(user, text)]
+    if sort == "user":
+        shown.sort(key=lambda user: user.username.casefold())
+    else:
+        sort = "registered"
+        shown.sort(key=lambda user: user.registration_time, reverse=True)
+    context = {
+        "users": shown,
+        "group": group,
+        "groups": GROUPS,
+        "counts": counts,
+        "text": text,
+        "sort": sort,
+    }
+    return await render(request, "user_management.html", context)
+
+
+def _in_group(user: User, group: str) -> bool:
+    return {"pending": user.pending, "blocked": user.blocked, "all": True}[group]
+
+
+def _matches(user: User, text: str) -> bool:
+    """The search: a part of the name or of the email, in any case."""
+    wanted = text.casefold()
+    return wanted in user.username.casefold() or wanted in user.email.casefold()
 
 
 async def _act(request: Request, action: Callable[[str, str], None], done: str) -> Response:
