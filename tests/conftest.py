@@ -32,13 +32,6 @@ BACKENDS = ("sqlite", "postgresql")
 pytest_plugins = ["tests.s3_server"]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long tests first (marked `slow`), the rest in their order: the test
-    command's scheduler (--dist load, two tests at a time per process) hands
-    them out as processes free up, so none starts near the end to run alone."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture(autouse=True)
 def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     """No ARBITER_* setting of the developer's shell leaks into a test."""

@@ -5,12 +5,9 @@ quiet machine, not a test's."""
 
 import argparse
 
-import pytest
 import uvloop
 
 from bench.flood import idle, queries
-
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
 
 
 def test_a_short_query_flood_is_answered_and_reported() -> None:

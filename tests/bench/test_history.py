@@ -3,11 +3,7 @@ import builds one, served by a real server; every page it measures answers."""
 
 from pathlib import Path
 
-import pytest
-
 from bench.history import Size, prepare, report, serve_and_measure
-
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
 
 
 def test_a_small_history_is_built_and_every_page_answers(tmp_path: Path, database_url: str) -> None:

@@ -2,12 +2,8 @@
 workers that reconnect after a restart are all served, none told anything
 final, and none needs argon2 again."""
 
-import pytest
-
 from bench.restart_herd import herd, parse_args
 from tests import fresh_loop
-
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
 
 
 def test_a_restart_under_password_workers_serves_them_all(database_url: str) -> None:

@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests.domain.runs.support import pairs, worker
 from tests.web.live_server import PASSWORD, Server
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 LIVE_WAIT_MS = 25_000  # the run page polls every 15 s
 

@@ -18,7 +18,7 @@ from tests.browser.test_dashboard import log_in, shoot
 from tests.domain.webhook_receiver import Receiver, receiver
 from tests.web.live_server import Server, start_server, stop
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 HANG_GUARD = 60.0  # seconds; each wait ends on its event, in a second or two when quiet
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}

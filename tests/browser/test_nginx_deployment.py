@@ -33,7 +33,7 @@ from tests.web.live_server import (
 )
 from tests.worker.support import STOCKFISH, needs_stockfish
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 SITE = Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "arbiter.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"

@@ -23,7 +23,7 @@ from tests.browser.seed import (
 from tests.browser.test_dashboard import Worker, log_in, shoot
 from tests.web.live_server import Server, start_server, stop
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 FINISHED = PLAIN_FINISHED + 5

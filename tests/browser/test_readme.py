@@ -22,8 +22,6 @@ from playwright.sync_api import Browser, Page, expect
 from tests.web.live_server import CHEAP_HASHING, Server, free_port, wait_until_serving
 from tests.worker.support import needs_stockfish
 
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
-
 CHECKOUT = Path(__file__).resolve().parents[2]
 SECTION = "### A first test on this machine alone"
 FINISH_SECONDS = 600.0  # a hang guard: on a quiet machine it takes well under a minute

@@ -8,14 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from sqlalchemy import text
 
 from arbiter.storage.engine import make_engine
 from tests.importer.fishtest_dump import base_args, oid, run, stats, task, write_collection
 from tests.importer.test_fishtest import run_import, snapshot
-
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
 
 RUNS = 6000
 

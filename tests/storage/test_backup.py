@@ -24,8 +24,6 @@ from tests.conftest import postgres_admin_url
 from tests.web.live_server import Server, create_token, create_user, start_server, stop
 from tests.web.test_crash_safety import Ledger, request_task, stats_after, submit_run, worker_info
 
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
-
 WORKERS = 4
 
 

@@ -30,8 +30,6 @@ from tests.web.live_server import (
     stop,
 )
 
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
-
 ACCOUNTS = ("ann", "bob", "cat", "dan", "eve")
 SUBMISSIONS = 200
 GIT_TIMEOUT = 12

@@ -55,8 +55,6 @@ from tests.web.live_server import (
 )
 from tests.web.official_worker import OfficialLikeWorker, official_text_hash
 
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
-
 BOOK = "e2e_catalogue.epd"
 GAMES = 640  # the runs a fleet meets an outage in
 GITHUB_REPO = "https://github.com/alice/Stockfish"

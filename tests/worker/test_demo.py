@@ -8,14 +8,11 @@ import time
 from pathlib import Path
 
 import httpx2 as httpx
-import pytest
 
 from arbiter.worker import demo
 from arbiter.worker.match.timecontrol import parse_time_control
 from tests.web.live_server import CHEAP_HASHING
 from tests.worker.support import needs_stockfish
-
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
 
 
 def test_the_demo_needs_no_particular_speed() -> None:

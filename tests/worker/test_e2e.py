@@ -9,8 +9,6 @@ many nodes per move, while the sample engine searches 300 (master) or 1500
 import signal
 from pathlib import Path
 
-import pytest
-
 from arbiter.worker.sample_engine import SampleRepo
 from tests.worker.e2e import (
     Accounts,
@@ -23,8 +21,6 @@ from tests.worker.e2e import (
     tasks,
     wait_for,
 )
-
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
 
 TC = "N=320000"
 POINTS = {"1-0": (1.0, 0.0), "0-1": (0.0, 1.0), "1/2-1/2": (0.5, 0.5)}  # (white, black)

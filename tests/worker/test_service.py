@@ -27,8 +27,6 @@ from tests.worker.e2e import (
     wait_for,
 )
 
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
-
 TOKEN = "arb_" + "x" * 40
 TC = "N=320000"
 

@@ -54,8 +54,6 @@ from tests.worker.wheels import (
     older_worker_wheel,
 )
 
-pytestmark = pytest.mark.slow  # long: scheduled first (tests/conftest.py)
-
 OLD_VERSION = "0.0.9"
 OLD_PROTOCOL = WORKER_VERSION - 1
 TC = "N=320000"
