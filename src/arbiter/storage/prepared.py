@@ -19,13 +19,14 @@ machines: 25 ms against 6 on SQLite). Statement events
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Dialect, Select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.dml import ValuesBase
 
 Processor = Callable[[Any], Any] | None
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +111,14 @@ def fetch_all(
         names = frozenset(fixed) | frozenset(values)
         found = _READS[key] = (_prepared(compiled, connection.dialect, names), fixed)
     prepared, fixed = found
-    rows: list[tuple[Any, ...]] = []
-    _on_cursor(connection, prepared.sql, prepared.parameters({**fixed, **values}), rows)
-    return rows
+    parameters = prepared.parameters({**fixed, **values})
+
+    def read(cursor: Any) -> list[tuple[Any, ...]]:
+        cursor.execute(prepared.sql, parameters)
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+        return rows
+
+    return _on_cursor(connection, prepared.sql, parameters, read)
 
 
 def send_many(connection: Connection, sql: str, parameters: Sequence[Any]) -> None:
@@ -121,23 +127,17 @@ def send_many(connection: Connection, sql: str, parameters: Sequence[Any]) -> No
     execution context (measured on the fleet). Errors are raised as SQLAlchemy raises them, a
     DBAPIError around the driver's error, and a lost connection is invalidated
     as SQLAlchemy would, so callers see no difference."""
-    _on_cursor(connection, sql, parameters)
+    _on_cursor(connection, sql, parameters, lambda cursor: cursor.executemany(sql, parameters))
 
 
-def _on_cursor(
-    connection: Connection, sql: str, parameters: Any, rows: list[tuple[Any, ...]] | None = None
-) -> None:
-    """`sql` on a cursor of the transaction's driver connection: once per
-    parameter set, or (with `rows`) once, its rows appended to `rows`."""
+def _on_cursor(connection: Connection, sql: str, parameters: Any, use: Callable[[Any], T]) -> T:
+    """`use` of a cursor of the transaction's driver connection, which sends
+    `sql` with `parameters` (named in the errors raised)."""
     dialect = connection.dialect
     dbapi_connection = connection.connection
     cursor = dbapi_connection.cursor()
     try:
-        if rows is None:
-            cursor.executemany(sql, parameters)
-        else:
-            cursor.execute(sql, parameters)
-            rows.extend(cursor.fetchall())
+        return use(cursor)
     except dialect.loaded_dbapi.Error as error:
         lost = dialect.is_disconnect(error, dbapi_connection, cursor)
         if lost:

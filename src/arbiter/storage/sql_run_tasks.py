@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
     Connection,
     Integer,
@@ -30,7 +31,9 @@ from arbiter.storage.base import TaskLight, TaskOrder, TaskWorker, WorkerTotals
 from arbiter.storage.schema import tasks
 
 
-def _good(run_id: str) -> ColumnElement[bool]:
+def _good(run_id: str | BindParameter[str]) -> ColumnElement[bool]:
+    """The run's good (not purged) tasks; `run_id` a value, or a parameter of a
+    statement kept for `prepared.fetch_all`."""
     return (tasks.c.run_id == run_id) & tasks.c.bad.is_(False)
 
 
@@ -157,7 +160,7 @@ def _light_rows(modified: bool) -> Select[Any]:
             tasks.c.crashes,
             tasks.c.time_losses,
         )
-        .where(tasks.c.run_id == bindparam("run_id"), tasks.c.bad.is_(False))
+        .where(_good(bindparam("run_id")))
         .order_by(tasks.c.task_id)
     )
 
@@ -190,7 +193,7 @@ def light(connection: Connection, run_id: str, *, modified: bool) -> list[TaskLi
 
 _WORKERS = (
     select(tasks.c.task_id, tasks.c.worker_name)
-    .where(tasks.c.run_id == bindparam("run_id"), tasks.c.bad.is_(False))
+    .where(_good(bindparam("run_id")))
     .order_by(tasks.c.task_id)
 )
 

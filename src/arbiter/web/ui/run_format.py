@@ -15,7 +15,7 @@ from arbiter.domain.runs.documents import hash_mib
 from arbiter.domain.runs.lifecycle import allowed_actions
 from arbiter.domain.runs.outcome import elo_counts, games_of, pentanomial_of
 from arbiter.domain.runs.spsa_steps import params_of, schedule_of
-from arbiter.stats.elo import fixed_games_elo, nelo_summary
+from arbiter.stats.elo import EloEstimate, fixed_games_elo, nelo_summary
 from arbiter.stats.spsa import gains
 from arbiter.storage.records import RunRecord
 
@@ -104,14 +104,10 @@ def _verdict(run: RunRecord) -> str:
     sprt = run.args.get("sprt")
     if sprt is not None:
         return str(sprt.get("state") or "")
-    counts = elo_counts(run)
-    if sum(counts) < 2:
+    estimate = _fixed_games_estimate(run)
+    if estimate is None:
         return ""
-    try:
-        los = fixed_games_elo(counts).los
-    except (ValueError, ZeroDivisionError):
-        return ""
-    return "rejected" if los < 0.05 else "accepted" if los > 0.95 else ""
+    return "rejected" if estimate.los < 0.05 else "accepted" if estimate.los > 0.95 else ""
 
 
 DESCRIPTION_CHARS = 160
@@ -153,13 +149,20 @@ def result_lines(run: RunRecord) -> list[str]:
     return lines
 
 
-def elo_line(run: RunRecord) -> str:
+def _fixed_games_estimate(run: RunRecord) -> EloEstimate | None:
+    """Elo, its 95% interval and LOS of the run's games; None with too few."""
     counts = elo_counts(run)  # [L, D, W] for a run imported from before pairs were counted
     if sum(counts) < 2:
-        return ""
+        return None
     try:
-        estimate = fixed_games_elo(counts)
+        return fixed_games_elo(counts)
     except (ValueError, ZeroDivisionError):
+        return None
+
+
+def elo_line(run: RunRecord) -> str:
+    estimate = _fixed_games_estimate(run)
+    if estimate is None:
         return ""
     return f"Elo: {estimate.elo:.2f} ± {estimate.elo95:.1f} (95%) LOS: {100 * estimate.los:.1f}%"
 
