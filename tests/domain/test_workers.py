@@ -26,9 +26,19 @@ def blocks(storage: Storage) -> WorkerBlocks:
     return WorkerBlocks(storage, changed=lambda: None, clock=Clock())
 
 
-def test_an_unknown_machine_is_allowed(blocks: WorkerBlocks) -> None:
+def test_a_machine_never_seen_is_allowed_and_says_so(
+    blocks: WorkerBlocks, storage: Storage
+) -> None:
+    make_user(storage, "alice")
     status = blocks.status(NAME)
     assert (status.blocked, status.owner, status.last_updated) == (False, "alice", None)
+    assert not status.seen
+
+
+def test_a_machine_of_no_account_is_not_found(blocks: WorkerBlocks) -> None:
+    """Nothing guesses an owner for a name no account can have played under."""
+    with pytest.raises(NotFound, match="No account is named alice"):
+        blocks.status(NAME)
 
 
 def test_the_owner_blocks_and_unblocks_with_a_logged_message(
@@ -98,6 +108,9 @@ def test_the_scheduler_refuses_a_blocked_machine(
     approved_run(runs, alice, root, repo_url)
     changed = runs.blocked_machines.forget
     runs.scheduler.request_task(worker(key="efgh"), alice, "10.0.0.2")  # blocks now read
+    blocks = WorkerBlocks(storage, changed)
+    assert blocks.status("ALICE-4cores-efgh").seen  # in any spelling of its owner
+    assert not blocks.status(NAME).seen
     WorkerBlocks(storage, changed).set_blocked(root, NAME, blocked=True, message="bad results")
     reply = runs.scheduler.request_task(worker(), alice, "10.0.0.1")
     assert "bad results" in reply["error"]

@@ -1,6 +1,8 @@
 """The dashboard's other pages: live fragments, raw statistics, live Elo, actions,
 contributors, machines, worker blocks and the SPRT calculator."""
 
+import re
+
 from starlette.testclient import TestClient
 
 from arbiter.web.ui.fleet import action_filter
@@ -96,9 +98,20 @@ def test_the_actions_log_filters(client: TestClient, repo_url: str) -> None:
     assert "approve_run</a>" in approvals
     assert "new_run</a>" not in approvals
     assert "approve_run" in client.get(f"/actions?run_id={run_id}&user=root").text
-    query, shown = action_filter({"action": "drop tables", "user": "a b", "before": "x"})
-    assert (query.action, query.username, query.before) == (None, None, None)
-    assert shown == {"action": "", "user": "", "run_id": ""}
+    query, shown = action_filter(
+        {"action": "drop tables", "user": "a b", "before": "x", "order": "up", "text": " a  b "}
+    )
+    assert (query.action, query.user, query.before, query.oldest_first) == (None,) * 3 + (False,)
+    assert shown == {"action": "", "user": "", "run_id": "", "text": "a b", "order": "newest"}
+    # Part of a name, words, either order, and how many match.
+    found = client.get("/actions?user=RO&text=approve").text
+    assert "approve_run</a>" in found
+    assert "new_run</a>" not in found
+    assert "user root" in found
+    oldest = client.get("/actions?order=oldest").text
+    assert oldest.index("new_run</a>") < oldest.index("approve_run</a>")
+    assert re.search(r"2 of 2 matching actions", client.get(f"/actions?run_id={run_id}").text)
+    assert "No user is named like zed." in client.get("/actions?user=zed").text
 
 
 def test_contributors_and_machines(client: TestClient, repo_url: str) -> None:
@@ -120,7 +133,11 @@ def test_contributors_and_machines(client: TestClient, repo_url: str) -> None:
 def test_the_owner_blocks_a_machine_from_its_page(client: TestClient) -> None:
     users(client)
     page = client.get("/workers/alice-4cores-abcd").text
-    assert "allowed to play" in page
+    assert "never seen here" in page
+    assert "Nothing blocks it from playing." in page
+    unknown = client.get("/workers/nobody-4cores-abcd")  # no owner is guessed
+    assert unknown.status_code == 404
+    assert "No account is named nobody" in unknown.text
     assert "<textarea" not in page  # anonymous: no form
     log_in(client, "alice")
     form = {"csrf_token": csrf_of(client, "/workers/alice-4cores-abcd"), "blocked": "true"}

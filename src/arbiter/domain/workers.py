@@ -12,7 +12,7 @@ Runs in the threadpool.
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from arbiter.domain import actions
 from arbiter.domain.accounts import User
@@ -34,6 +34,7 @@ class WorkerStatus:
     blocked: bool
     message: str
     last_updated: float | None
+    seen: bool = True  # a task was ever given to it here
 
 
 def owner_of(worker_name: str) -> str:
@@ -114,11 +115,17 @@ class WorkerBlocks:
         self._clock = clock
 
     def status(self, worker_name: str) -> WorkerStatus:
+        """The machine's block and whether it ever played here; NotFound when no
+        account owns the name and nobody blocked it (no such machine can play)."""
         _check_name(worker_name)
         with self._storage.read() as tx:
-            worker_name = _spelled_as_account(tx, worker_name)
-            record = tx.worker_blocks.get(worker_name)
-        return _status(worker_name, record)
+            has_owner = tx.users.get_by_key(owner_of(worker_name)) is not None
+            spelled = _spelled_as_account(tx, worker_name)
+            record = tx.worker_blocks.get(spelled)
+            if not has_owner and record is None:
+                raise NotFound(f"No account is named {owner_of(worker_name)}: no such machine.")
+            seen = tx.tasks.machine_seen(sorted({worker_name, spelled}))
+        return replace(_status(spelled, record), seen=seen)
 
     def blocked(self) -> list[WorkerStatus]:
         """Every blocked machine, most recently changed first."""

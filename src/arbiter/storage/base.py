@@ -86,6 +86,11 @@ class UserStore(Protocol):
         ...
 
     def get_by_id(self, user_id: int) -> UserRecord | None: ...
+    def names_containing(self, text: str, limit: int) -> list[str]:
+        """Usernames holding `text` in any case, those starting with it first, then
+        by name; at most `limit`."""
+        ...
+
     def list(
         self, *, pending: bool | None = None, blocked: bool | None = None
     ) -> list[UserRecord]: ...
@@ -143,6 +148,11 @@ class ActionStore(Protocol):
     def query(self, action_filter: ActionFilter) -> list[ActionRecord]: ...
     def search(self, search: ActionSearch) -> list[ActionRecord]:
         """Raises SearchTooLong when its Python checks run past `search.scan_seconds`."""
+        ...
+
+    def count(self, search: ActionSearch, cap: int) -> int:
+        """How many actions a search without checks matches, counting no further
+        than `cap` + 1 (more than `cap`: the log is millions of rows)."""
         ...
 
 
@@ -341,6 +351,11 @@ class TaskStore(Protocol):
 
     def active(self) -> list[TaskRecord]:
         """Every active task (the machines at work), by run and task id."""
+        ...
+
+    def machine_seen(self, worker_names: Sequence[str]) -> bool:
+        """Whether a task was ever given to a machine of one of these short names
+        (an index probe)."""
         ...
 
     # A run's page: its good tasks paged and summed by the database.

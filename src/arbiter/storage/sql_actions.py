@@ -2,9 +2,9 @@
 
 from dataclasses import fields
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, func, insert, select
 
-from arbiter.storage.action_search import ActionSearch, run_search
+from arbiter.storage.action_search import ActionSearch, has_checks, run_search, to_sql
 from arbiter.storage.base import ActionFilter, NewAction
 from arbiter.storage.records import ActionRecord
 from arbiter.storage.schema import actions
@@ -37,3 +37,12 @@ class SqlActionStore:
 
     def search(self, search: ActionSearch) -> list[ActionRecord]:
         return run_search(self._connection, search)
+
+    def count(self, search: ActionSearch, cap: int) -> int:
+        if has_checks(search.where):
+            raise ValueError("a search with checks cannot be counted in SQL")
+        condition = to_sql(search.where, self._connection.dialect.name)
+        matching = select(actions.c.id).where(condition).limit(cap + 1).subquery()
+        counted = select(func.count()).select_from(matching)
+        found: int = self._connection.execute(counted).scalar_one()
+        return found

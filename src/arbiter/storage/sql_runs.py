@@ -288,6 +288,10 @@ class SqlTaskStore:
         )
         return [_task(row) for row in self._connection.execute(query)]
 
+    def machine_seen(self, worker_names: Sequence[str]) -> bool:
+        query = select(tasks.c.task_id).where(tasks.c.worker_name.in_(worker_names)).limit(1)
+        return self._connection.execute(query).first() is not None
+
     def delete_for_run(self, run_id: str) -> None:
         self._connection.execute(delete(tasks).where(tasks.c.run_id == run_id))
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, insert, select, update
+from sqlalchemy import Connection, Row, case, delete, insert, select, update
 
 from arbiter.storage.base import NewUser
 from arbiter.storage.records import UserRecord
@@ -49,6 +49,17 @@ class SqlUserStore:
 
     def get_by_id(self, user_id: int) -> UserRecord | None:
         return self._one(users.c.id == user_id)
+
+    def names_containing(self, text: str, limit: int) -> list[str]:
+        key = username_key(text)
+        starts = case((users.c.username_key.startswith(key, autoescape=True), 0), else_=1)
+        query = (
+            select(users.c.username)
+            .where(users.c.username_key.contains(key, autoescape=True))
+            .order_by(starts, users.c.username_key)
+            .limit(limit)
+        )
+        return list(self._connection.execute(query).scalars())
 
     def list(self, *, pending: bool | None = None, blocked: bool | None = None) -> list[UserRecord]:
         query = select(users).order_by(users.c.username_key)

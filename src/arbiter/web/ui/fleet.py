@@ -4,72 +4,108 @@ machines at work, and blocking a worker machine (`/workers/<name>`)."""
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from arbiter.domain.action_log import MAX_WORDS, LogPage, LogQuery, log_page
 from arbiter.domain.actions import ACTION_NAMES
-from arbiter.domain.errors import ValidationError
+from arbiter.domain.errors import BadRequest, SearchesBusy, ValidationError
 from arbiter.domain.runs.contributors import Contributor, Summary
 from arbiter.domain.runs.queries import Machine
 from arbiter.domain.workers import WorkerBlocks, may_change
-from arbiter.storage.base import ActionFilter
 from arbiter.web.api import app_state
 from arbiter.web.templating import render
 from arbiter.web.ui import run_format
 from arbiter.web.ui.forms import current_user, read_form, redirect, require_user, session_of
 from arbiter.web.ui.listing import list_rows, parse_query
 
-ACTIONS_PER_PAGE = 100
-_NAME = re.compile(r"[A-Za-z0-9]{1,64}")
+_NAME_PART = re.compile(r"[A-Za-z0-9]{1,64}")
 _RUN_ID = re.compile(r"[0-9a-f]{24}")
+_ORDERS = ("newest", "oldest")
 
 
 # ---------------------------------------------------------------- actions
 
 
-def action_filter(params: dict[str, str]) -> tuple[ActionFilter, dict[str, str]]:
-    """The log filter from the query string (unknown or malformed values ignored),
+def action_filter(params: dict[str, str]) -> tuple[LogQuery, dict[str, str]]:
+    """The log query from the query string (unknown or malformed values ignored),
     and the values to show in the filter form."""
-    action = params.get("action", "")
-    username = params.get("user", "").strip()
-    run_id = params.get("run_id", "").strip()
-    before_text = params.get("before", "")
-    try:
-        before = float(before_text) if before_text else None
-    except ValueError:
-        before = None
     shown = {
-        "action": action if action in ACTION_NAMES else "",
-        "user": username if _NAME.fullmatch(username) else "",
-        "run_id": run_id if _RUN_ID.fullmatch(run_id) else "",
+        "action": _kept(params.get("action", ""), lambda value: value in ACTION_NAMES),
+        "user": _kept(params.get("user", "").strip(), _NAME_PART.fullmatch),
+        "run_id": _kept(params.get("run_id", "").strip(), _RUN_ID.fullmatch),
+        "text": " ".join(params.get("text", "").split())[:MAX_WORDS],
+        "order": _kept(params.get("order", ""), lambda value: value in _ORDERS) or "newest",
     }
-    return (
-        ActionFilter(
-            action=shown["action"] or None,
-            username=shown["user"] or None,
-            run_id=shown["run_id"] or None,
-            before=before,
-            max_count=ACTIONS_PER_PAGE + 1,
-        ),
-        shown,
+    query = LogQuery(
+        action=shown["action"] or None,
+        user=shown["user"] or None,
+        run_id=shown["run_id"] or None,
+        words=shown["text"] or None,
+        oldest_first=shown["order"] == "oldest",
+        before=_time(params.get("before", "")),
+        after=_time(params.get("after", "")),
     )
+    return query, shown
+
+
+def _kept(value: str, valid: Callable[[str], object]) -> str:
+    return value if valid(value) else ""
+
+
+def _time(text: str) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
 
 
 async def actions(request: Request) -> Response:
     query, shown = action_filter(dict(request.query_params))
-    found = await run_in_threadpool(app_state(request).actions.list, query)
-    page, more = found[:ACTIONS_PER_PAGE], len(found) > ACTIONS_PER_PAGE
-    older = {**shown, "before": repr(page[-1]["time"])} if more and page else None
+    storage = app_state(request).storage
+    errors: dict[str, str] = {}
+    page, status = LogPage([], False, None, ()), 200
+    try:
+        if query.words:
+            with app_state(request).actions.search_slot():  # on the loop, as /api/actions
+                page = await run_in_threadpool(log_page, storage, query)
+        else:
+            page = await run_in_threadpool(log_page, storage, query)
+    except BadRequest as error:
+        errors["text"], status = str(error), 400
+    except SearchesBusy:
+        errors["text"], status = "Another search is running: try again in a moment.", 503
     context = {
-        "entries": page,
+        "log": page,
         "filters": shown,
+        "errors": errors,
         "action_names": sorted(ACTION_NAMES),
-        "older": older,
-        "paged": query.before is not None,
+        "next_page": _next_page(query, shown, page),
+        "first_page": _log_link(shown),
+        "flipped": _log_link({**shown, "order": "newest" if query.oldest_first else "oldest"}),
+        "paged": query.before is not None or query.after is not None,
     }
-    return await render(request, "actions.html", context)
+    response = await render(request, "actions.html", context, status)
+    if status == 503:
+        response.headers["Retry-After"] = "1"
+    return response
+
+
+def _next_page(query: LogQuery, shown: dict[str, str], page: LogPage) -> str | None:
+    """The link to the page after this one in its order, or None."""
+    if not page.more or not page.entries:
+        return None
+    edge = "after" if query.oldest_first else "before"
+    return _log_link({**shown, edge: repr(page.entries[-1]["time"])})
+
+
+def _log_link(values: dict[str, str]) -> str:
+    """The log page with these filters (empty ones and the default order left out)."""
+    kept = {k: v for k, v in values.items() if v and (k, v) != ("order", "newest")}
+    return "/actions?" + urlencode(kept) if kept else "/actions"
 
 
 # ---------------------------------------------------------------- contributors
