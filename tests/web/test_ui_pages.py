@@ -162,10 +162,20 @@ def test_someone_else_cannot_block_a_machine(client: TestClient) -> None:
 
 
 def test_the_sprt_calculator(client: TestClient) -> None:
-    html = client.get("/sprt_calc?elo0=0&elo1=2&elo=1").text
+    html = client.get("/sprt_calc?elo_model=logistic&elo0=0&elo1=2&elo=1").text
     assert "passes with probability <strong>50.0%</strong>" in html
     assert 'id="pass-chart"' in html
     assert 'id="games-chart"' in html
+    assert "logistic Elo [0.00, 2.00]" in html
+    # Normalized bounds (the default) are narrower in logistic Elo with a biased book.
+    normalized = client.get("/sprt_calc").text
+    assert re.search(
+        r"logistic Elo \[0\.00, 1\.0\d\] · normalized Elo \[0\.00, 2\.00\]", normalized
+    )
+    clash = client.get("/sprt_calc?draw_ratio=0.9&rms_bias=191")
+    assert clash.status_code == 400
+    assert 'id="rms_bias-error"' in clash.text
+    assert "not compatible" in clash.text
     refused = client.get("/sprt_calc?elo0=2&elo1=1")
     assert refused.status_code == 400
     assert 'id="elo1-error"' in refused.text
