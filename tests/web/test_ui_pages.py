@@ -72,6 +72,13 @@ def test_raw_statistics(client: TestClient, repo_url: str) -> None:
     for heading in ("SPRT", "Trinomial (per game)", "Pentanomial (per pair)", "Log-likelihood"):
         assert heading in html
     assert "Normalized, exact" in html
+    # The bounds in the four models, the openings' RMS bias, refreshed while it runs.
+    assert "<th>Logistic</th><th>Normalized</th><th>BayesElo</th><th>Score</th>" in html
+    assert re.search(r"<th>H1</th><td>[0-9.]+</td><td>2\.000</td>", html)  # a normalized run
+    assert "RMS bias (Elo)" in html
+    assert f'data-live-src="/tests/stats/{run_id}?live=1"' in html
+    live = client.get(f"/tests/stats/{run_id}?live=1")
+    assert (live.status_code, "<html" in live.text, "RMS bias" in live.text) == (200, False, True)
     assert client.get("/tests/stats/" + "0" * 24).status_code == 404
 
 

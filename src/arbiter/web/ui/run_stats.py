@@ -2,7 +2,8 @@
 
 `raw_statistics` and `live_elo` are plain functions of a `RunRecord` that
 return what the templates print; the handlers load the run in the threadpool
-and render. The live Elo page refreshes itself (10 s) until the SPRT decides.
+and render. The live Elo page refreshes itself (10 s) until the SPRT decides,
+the raw statistics (15 s) until the run finishes.
 """
 
 import math
@@ -31,6 +32,14 @@ from arbiter.stats.llr import (
     llr_normalized,
     llr_normalized_approx,
 )
+from arbiter.stats.models import (
+    BoundInModels,
+    RmsBias,
+    Spread,
+    bounds_in_models,
+    rms_bias,
+    spread_of,
+)
 from arbiter.stats.sprt import overshoot_corrections
 from arbiter.stats.sprt_elo import SprtElo
 from arbiter.storage.records import RunRecord
@@ -48,6 +57,12 @@ LIVE_DONE = 286
 class Section:
     title: str
     rows: Rows
+    columns: tuple[str, ...] = ()  # a table instead: its heads, and a row's label and cells
+    cells: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    note: str = ""
+
+
+BOUND_COLUMNS = ("Logistic", "Normalized", "BayesElo", "Score")
 
 
 def raw_statistics(run: RunRecord) -> list[Section]:
@@ -67,8 +82,10 @@ def raw_statistics(run: RunRecord) -> list[Section]:
     if games == 0:
         return sections
     sprt = run.args.get("sprt")
+    spread = spread_of([run.losses, run.draws, run.wins], _penta(run))
     if sprt is not None:
         sections.append(_sprt_section(sprt))
+        sections.append(_bounds_section(sprt, spread))
     stats = raw_stats(run.wins, run.losses, run.draws, _penta(run))
     sections.append(Section("Trinomial (per game)", _distribution(stats.trinomial)))
     if stats.pentanomial is not None:
@@ -81,6 +98,9 @@ def raw_statistics(run: RunRecord) -> list[Section]:
         derived.append(("Variance ratio (pentanomial / trinomial)", _number(stats.variance_ratio)))
     derived += _elo_rows(run)
     sections.append(Section("Derived", derived))
+    bias = rms_bias(spread)
+    if bias is not None:
+        sections.append(_comparison_section(bias))
     if sprt is not None:
         sections.append(Section("Log-likelihood ratios", _llr_rows(run, sprt)))
     return sections
@@ -100,6 +120,39 @@ def _sprt_section(sprt: dict[str, Any]) -> Section:
             ("LLR", f"{float(sprt['llr']):.4f}"),
             ("State", str(sprt.get("state") or "running")),
         ],
+    )
+
+
+def _bounds_section(sprt: dict[str, Any], spread: Spread) -> Section:
+    h0, h1 = bounds_in_models(
+        str(sprt["elo_model"]), float(sprt["elo0"]), float(sprt["elo1"]), spread
+    )
+    cells = tuple((name, _bound_values(bound)) for name, bound in (("H0", h0), ("H1", h1)))
+    note = (
+        "Normalized Elo is logistic Elo over twice the standard deviation per game, "
+        "from this run's own results: it is inversely proportional to the square root "
+        "of the games needed to tell such a difference apart. With no draws and small "
+        "differences the two coincide."
+    )
+    return Section("SPRT bounds in each model", [], BOUND_COLUMNS, cells, note)
+
+
+def _bound_values(bound: BoundInModels) -> tuple[str, ...]:
+    bayeselo = "–" if math.isnan(bound.bayeselo) else f"{bound.bayeselo:.3f}"
+    return (f"{bound.logistic:.3f}", f"{bound.normalized:.3f}", bayeselo, f"{bound.score:.5f}")
+
+
+def _comparison_section(bias: RmsBias) -> Section:
+    return Section(
+        "Pentanomial against trinomial",
+        [
+            ("Variance ratio (pentanomial / trinomial)", f"{bias.variance_ratio:.5f}"),
+            ("Variance difference (trinomial − pentanomial)", f"{bias.variance_difference:.5f}"),
+            ("RMS bias", f"{bias.bias:.5f}"),
+            ("RMS bias (Elo)", f"{bias.elo:.3f}"),
+        ],
+        note="The RMS bias is the spread of the openings' biases that playing each "
+        "opening with both colours takes out of the results.",
     )
 
 
@@ -249,9 +302,14 @@ def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> SprtElo | None:
 
 
 async def raw_stats_page(request: Request) -> Response:
+    """Refreshed every 15 s while the run goes on (`?live=1`: the numbers only,
+    LIVE_DONE once it has finished)."""
     run = await _load(request)
     sections = await run_in_threadpool(raw_statistics, run)
     context = {"run": run, "fmt": run_format, "sections": sections}
+    if request.query_params.get("live"):
+        status = LIVE_DONE if run.finished else 200
+        return await render(request, "run_stats_live.html", context, status, fragment=True)
     return await render(request, "run_stats.html", context)
 
 
