@@ -412,6 +412,78 @@ def test_the_pages_at_each_width(
     context.close()
 
 
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_the_tools_at_each_width(
+    browser: Browser, seeded: tuple[Server, Seeded], artifacts: Path, width: str
+) -> None:
+    """The event log's search, a machine's page, the raw statistics' bounds and
+    the SPRT calculator's models, every control on screen."""
+    server, runs = seeded
+    w, h = WIDTHS[width]
+    context = browser.new_context(viewport={"width": w, "height": h}, is_mobile=width == "phone")
+    page = context.new_page()
+    log_in(page, server, "root")
+
+    # The event log: how many match, part of a name, words, either order.
+    page.goto(f"{server.url}/actions")
+    shown = page.locator("#actions-shown")
+    expect(shown).to_contain_text(re.compile(r"^\d+ of \d+ matching actions"))
+    all_cells_shown(page, "table.actions-log")
+    page.fill("#user", "OO")
+    page.select_option("#action", "approve_run")
+    page.click("form[aria-label='Filter the log'] button")
+    expect(shown).to_contain_text("· user root ·")
+    rows = page.locator("table.actions-log tbody tr")
+    approvals = rows.count()
+    assert approvals >= 5
+    target = rows.first.locator("td:nth-child(4) a").first.inner_text()
+    page.fill("#text", target.upper())
+    page.click("form[aria-label='Filter the log'] button")
+    expect(rows).to_have_count(1)
+    expect(shown).to_contain_text("1 of the actions holding these words")
+    page.fill("#text", "")
+    page.click("form[aria-label='Filter the log'] button")
+    newest = rows.first.locator("time").inner_text()
+    page.click("th a[data-sort=time]")
+    expect(page.locator("th a[data-sort=time]")).to_have_attribute("aria-sort", "ascending")
+    expect(rows).to_have_count(approvals)
+    assert rows.last.locator("time").inner_text() == newest
+    filter_button_keeps_its_size(page, "Filter the log")
+    no_sideways_scroll(page)
+    shoot(page, artifacts, f"actions-{width}")
+
+    # A machine never seen says so; a name no account owns is not guessed at.
+    page.goto(f"{server.url}/workers/alice-4cores-0f0f0f0f")
+    expect(page.locator("#worker-status")).to_have_text("never seen here")
+    expect(page.locator("#worker-unseen")).to_be_visible()
+    missing = page.goto(f"{server.url}/workers/nobody-4cores-0f0f0f0f")
+    assert missing is not None
+    assert missing.status == 404
+    expect(page.locator("main")).to_contain_text("No account is named nobody")
+
+    # Raw statistics: the bounds in the four models, on screen at any width.
+    page.goto(f"{server.url}/tests/stats/{runs.green}")
+    bounds = page.locator("section[aria-label='SPRT bounds in each model']")
+    expect(bounds.locator("thead th")).to_have_text(
+        ["", "Logistic", "Normalized", "BayesElo", "Score"]
+    )
+    expect(bounds.locator("tbody tr").nth(1).locator("td").nth(1)).to_have_text("2.000")
+    all_cells_shown(page, "table.bounds, table.args")
+
+    # The SPRT calculator in the logistic model, and a refusal beside its field.
+    page.goto(f"{server.url}/sprt_calc")
+    page.select_option("#elo_model", "logistic")
+    page.fill("#elo", "1")
+    page.click("form[aria-label=SPRT] button")
+    expect(page.locator("#forecast")).to_contain_text("passes with probability 50.0%")
+    expect(page.locator("#bounds-in-models")).to_contain_text("logistic Elo [0.00, 2.00]")
+    page.fill("#draw_ratio", "0.9")
+    page.click("form[aria-label=SPRT] button")
+    expect(page.locator("#rms_bias-error")).to_contain_text("not compatible")
+    no_sideways_scroll(page)
+    context.close()
+
+
 def test_the_run_page_says_why_approve_is_missing(
     browser: Browser, seeded: tuple[Server, Seeded]
 ) -> None:
