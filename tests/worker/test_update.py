@@ -280,6 +280,16 @@ def package_info(key: Ed25519PrivateKey | None = SERVER_KEY, **changes: Any) -> 
     return info
 
 
+def test_a_worker_installed_from_the_servers_wheel_checks_its_files(old_worker: OldWorker) -> None:
+    """pip's record of the installed wheel holds every module's hash: the
+    installed worker reports itself unmodified (and would report an edit)."""
+    check = "from arbiter.worker.integrity import check_installation; print(check_installation())"
+    answer = subprocess.run(
+        [str(old_worker.python), "-c", check], capture_output=True, text=True, check=True
+    ).stdout
+    assert answer.strip() == "(False, 'worker files: as installed')"
+
+
 @pytest.mark.parametrize(
     "changes",
     [

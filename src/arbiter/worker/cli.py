@@ -33,6 +33,7 @@ from arbiter.worker.gitsource import policy_from_env
 from arbiter.worker.heartbeat import Heartbeat
 from arbiter.worker.host import find_compiler, this_machine, worker_arch
 from arbiter.worker.identity import make_worker_info, new_unique_key
+from arbiter.worker.integrity import check_installation
 from arbiter.worker.loop import directory_lock, run_loop
 from arbiter.worker.package_trust import UpdateTrust
 from arbiter.worker.state import StateFile, read_state, worker_running
@@ -144,7 +145,9 @@ def _start(args: argparse.Namespace, data_dir: Path) -> int:
     if compiler is None and config.compiler:
         raise ConfigError(f"compiler: {config.compiler} is not usable on this machine")
     unique_key = new_unique_key(config.uuid_prefix)
-    info = make_worker_info(config, compiler, unique_key, worker_arch())
+    modified, files_note = check_installation()
+    log.info(files_note)
+    info = make_worker_info(config, compiler, unique_key, worker_arch(), modified=modified)
     client = ApiClient(config.server, config.password, info)
     machine = short_worker_name(config.username, config.concurrency, unique_key)
     state = StateFile(data_dir, server=config.server, machine=machine)

@@ -25,8 +25,14 @@ def new_unique_key(prefix: str) -> str:
 
 
 def make_worker_info(
-    config: WorkerConfig, compiler: Compiler | None, unique_key: str, worker_arch: str
+    config: WorkerConfig,
+    compiler: Compiler | None,
+    unique_key: str,
+    worker_arch: str,
+    *,
+    modified: bool = False,
 ) -> WorkerInfo:
+    """`modified`: the worker's files differ from its install (`integrity`)."""
     bits, linkage = platform.architecture()
     major, minor, micro = sys.version_info[:3]
     return WorkerInfo(
@@ -41,7 +47,7 @@ def make_worker_info(
         gcc_version=compiler.version if compiler is not None else (0, 0, 0),
         compiler="clang++" if compiler is not None and compiler.name == "clang++" else "g++",
         unique_key=unique_key,
-        modified=False,  # no published worker hashes to compare with (yet)
+        modified=modified,
         worker_arch=cast(WorkerArch, worker_arch if worker_arch in WORKER_ARCHS else "unknown"),
         ARCH="?",
         nps=0.0,
