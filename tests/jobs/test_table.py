@@ -1,6 +1,7 @@
 """The job table: its rows, and each job doing its work on a real database
 (both backends, through the `engine` fixture)."""
 
+import gzip
 import hashlib
 import threading
 from pathlib import Path
@@ -11,6 +12,7 @@ from sqlalchemy import Engine
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.credentials import digest
 from arbiter.domain.files.nets import NetLibrary
+from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.runs.registry import LEASE_SECONDS
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs.scheduler import Job, JobScheduler
@@ -51,6 +53,34 @@ def test_the_table_follows_the_reference_periods(engine: Engine) -> None:
         "refresh_run_rates": (60, 60, 0.05),
     }
     JobScheduler(rows.values()).stop()  # names are unique: the scheduler accepts the table
+
+
+def test_the_upkeep_jobs_run_when_their_settings_ask(engine: Engine) -> None:
+    """Stale signups and old PGNs are removed by jobs of their own, hourly, when
+    the operator's settings give them a number of days."""
+    storage, clock = Storage(engine), Clock()
+    accounts = cheap_accounts(storage, clock)
+    runs = Runs(storage, task_gate=threading.Semaphore(5), clock=clock)
+    archive = PgnArchive(storage, clock)
+    rows = job_table(
+        accounts=accounts, runs=runs, pgns=archive, pgn_retention_days=7, signup_expiry_days=30
+    )
+    periods = {job.name: (job.period, job.initial_delay) for job in rows}
+    assert periods["remove_stale_signups"] == (HOUR, 300)
+    assert periods["expire_pgns"] == (HOUR, 600)
+    accounts.signup("idle", PASSWORD, "idle@example.org")
+    archive.store("0123456789abcdef01234567", 0, gzip.compress(b"1-0"))
+    clock.now += 31 * 24 * HOUR
+    scheduler = JobScheduler(rows)
+    try:
+        for name in ("remove_stale_signups", "expire_pgns"):
+            status = scheduler.run_now(name).result(timeout=30)
+            assert (status.runs, status.last_error) == (1, None)
+    finally:
+        scheduler.stop()
+    assert accounts.get_user("idle") is None
+    with storage.read() as tx:
+        assert tx.pgns.list_for_run("0123456789abcdef01234567") == []
 
 
 def test_a_vanished_workers_task_is_reclaimed_within_240_s(engine: Engine) -> None:

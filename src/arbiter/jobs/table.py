@@ -13,6 +13,7 @@ A secondary runs no upkeep, but it serves downloads too: it runs
 from arbiter.domain.accounts import Accounts
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
+from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.runs.registry import RECLAIM_CHECK_SECONDS
 from arbiter.domain.runs.service import Runs
 from arbiter.domain.webhooks import Webhooks
@@ -33,6 +34,9 @@ def job_table(
     nets: NetLibrary | None = None,
     webhooks: Webhooks | None = None,
     webhook_period: float = WEBHOOK_PERIOD,
+    pgns: PgnArchive | None = None,
+    pgn_retention_days: int = 0,
+    signup_expiry_days: int = 0,
 ) -> list[Job]:
     """Every job of a primary, bound to the services it calls. [any thread; builds only]"""
     jobs = [
@@ -52,6 +56,26 @@ def job_table(
             function=accounts.purge_expired_sessions,
         ),
     ]
+    if signup_expiry_days > 0:
+        # Signups nobody accepted within ARBITER_SIGNUP_EXPIRY_DAYS.
+        jobs.append(
+            Job(
+                "remove_stale_signups",
+                period=HOUR,
+                initial_delay=5 * MINUTE,
+                function=lambda: accounts.remove_stale_signups(signup_expiry_days),
+            )
+        )
+    if pgns is not None and pgn_retention_days > 0:
+        # Task PGNs past ARBITER_PGN_RETENTION_DAYS, oldest first, in batches.
+        jobs.append(
+            Job(
+                "expire_pgns",
+                period=HOUR,
+                initial_delay=10 * MINUTE,
+                function=lambda: pgns.expire(pgn_retention_days),
+            )
+        )
     if books is not None:
         # A catalogue imported by `arbiter books import-catalogue` (another process).
         jobs.append(

@@ -379,6 +379,9 @@ def default_jobs(state: AppState) -> list[Job]:
         nets=state.nets,
         webhooks=state.webhooks,
         webhook_period=float(state.settings.webhook_period_seconds),
+        pgns=state.pgns,
+        pgn_retention_days=state.settings.pgn_retention_days,
+        signup_expiry_days=state.settings.signup_expiry_days,
     )
 
 

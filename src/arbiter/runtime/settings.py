@@ -47,6 +47,8 @@ _ZERO_MEANS = {
     "upload_quota_files": "no bound",
     "upload_quota_bytes": "no bound",
     "query_seconds": "no bound",
+    "pgn_retention_days": "keep every PGN",
+    "signup_expiry_days": "keep every signup",
 }
 
 
@@ -134,6 +136,11 @@ class Settings:
     # whether hooks may reach private, loopback or link-local addresses.
     webhook_period_seconds: int = 5
     webhook_allow_private: bool = False
+    # Upkeep (jobs/table.py): task PGNs are deleted this many days after their
+    # upload (0: kept forever), and signups no approver accepted within this
+    # many days are removed, with a reject_user action (0: kept).
+    pgn_retention_days: int = 0
+    signup_expiry_days: int = 30
     # How often a primary checks it still holds its lease (web/lease.py).
     lease_check_seconds: int = 5
     # Reading submitted repositories (domain/repos/, docs/operations.md "Git"):

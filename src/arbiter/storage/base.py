@@ -94,6 +94,10 @@ class UserStore(Protocol):
     def list(
         self, *, pending: bool | None = None, blocked: bool | None = None
     ) -> list[UserRecord]: ...
+    def pending_since_before(self, cutoff: float, limit: int) -> Sequence[UserRecord]:
+        """Pending accounts registered before `cutoff`, oldest first, at most `limit`."""
+        ...
+
     def set_pending(self, user_id: int, pending: bool) -> None: ...
     def set_blocked(self, user_id: int, blocked: bool) -> None:
         """Also bumps `credentials_version`: caches of verified secrets must die."""
@@ -482,6 +486,10 @@ class PgnStore(Protocol):
         ...
 
     def delete_for_run(self, run_id: str) -> int: ...
+    def delete_uploaded_before(self, cutoff: float, limit: int) -> int:
+        """Delete at most `limit` PGNs uploaded before `cutoff`, oldest first
+        (through the uploaded_at index); returns how many."""
+        ...
 
 
 class NetStore(Protocol):

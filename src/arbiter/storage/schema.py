@@ -292,6 +292,7 @@ pgns = Table(
     Column("size", Integer, nullable=False),
     Column("pgn_zip", LargeBinary, nullable=False),  # gzip member, served as-is
     Column("uploaded_at", Float, nullable=False),
+    Index(None, "uploaded_at"),  # the retention job deletes the oldest first
 )
 
 # Nets and hosted books, in chunks, so every process serves them from the

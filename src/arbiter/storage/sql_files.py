@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import Connection, Row, Table, and_, delete, func, select, true, update
+from sqlalchemy import Connection, Row, Table, and_, delete, func, select, true, tuple_, update
 
 from arbiter.storage.records import BookRecord, NetRecord, NetSearch, PgnInfo, UploadTally
 from arbiter.storage.schema import books, file_chunks, nets, pgns
@@ -36,6 +36,19 @@ class SqlPgnStore:
 
     def delete_for_run(self, run_id: str) -> int:
         return self._connection.execute(delete(pgns).where(pgns.c.run_id == run_id)).rowcount
+
+    def delete_uploaded_before(self, cutoff: float, limit: int) -> int:
+        oldest = (
+            select(pgns.c.run_id, pgns.c.task_id)
+            .where(pgns.c.uploaded_at < cutoff)
+            .order_by(pgns.c.uploaded_at)
+            .limit(limit)
+        )
+        keys = [tuple(row) for row in self._connection.execute(oldest)]
+        if not keys:
+            return 0
+        doomed = tuple_(pgns.c.run_id, pgns.c.task_id).in_(keys)
+        return self._connection.execute(delete(pgns).where(doomed)).rowcount
 
 
 def _net(row: Row[Any]) -> NetRecord:

@@ -61,6 +61,15 @@ class SqlUserStore:
         )
         return list(self._connection.execute(query).scalars())
 
+    def pending_since_before(self, cutoff: float, limit: int) -> list[UserRecord]:
+        query = (
+            select(users)
+            .where(users.c.pending.is_(True), users.c.registration_time < cutoff)
+            .order_by(users.c.registration_time)
+            .limit(limit)
+        )
+        return [_record(row) for row in self._connection.execute(query)]
+
     def list(self, *, pending: bool | None = None, blocked: bool | None = None) -> list[UserRecord]:
         query = select(users).order_by(users.c.username_key)
         if pending is not None:

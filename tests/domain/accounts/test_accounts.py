@@ -945,3 +945,23 @@ def test_refusals_to_manage_users_say_why(accounts: Accounts, root: User, alice:
         accounts.set_blocked("root", "root", True)
     with pytest.raises(PermissionDenied, match=r"^Only approvers may manage users\.$"):
         accounts.set_blocked("alice", "root", True)
+
+
+def test_signups_nobody_accepted_in_time_are_removed_and_logged(
+    accounts: Accounts, storage: Storage, clock: Clock
+) -> None:
+    accounts.signup("old", PASSWORD, "old@example.org")
+    accounts.create_user("kept", PASSWORD, email="kept@example.org")  # accepted: never removed
+    clock.advance(20 * DAY)
+    accounts.signup("young", PASSWORD, "young@example.org")
+    assert accounts.remove_stale_signups(0) == []  # 0 keeps every signup
+    assert accounts.remove_stale_signups(30) == []
+    clock.advance(11 * DAY)
+    assert accounts.remove_stale_signups(30) == ["old"]
+    assert accounts.get_user("old") is None
+    assert {user.username for user in accounts.list_users()} == {"kept", "young"}
+    with storage.read() as tx:
+        logged = tx.actions.query(ActionFilter(action="reject_user"))
+    assert [(a.username, a.user, a.message) for a in logged] == [
+        ("arbiter.system", "old", "signup not accepted within 30 days")
+    ]

@@ -123,3 +123,22 @@ def test_archive_reports_what_is_missing(storage: Storage, clock: Clock) -> None
     assert archive.delete_run(RUN) == 1
     with pytest.raises(NotFound):
         archive.run_task_ids(RUN)
+
+
+def test_pgns_past_their_retention_are_deleted_oldest_first(
+    storage: Storage, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pgns, "EXPIRE_BATCH", 2)  # several transactions
+    archive = PgnArchive(storage, clock)
+    for task_id in range(5):
+        archive.store(RUN, task_id, gzip.compress(b"old"))
+        clock.advance(60)
+    clock.advance(9 * pgns.DAY)
+    archive.store(RUN, 5, gzip.compress(b"recent"))
+    assert archive.expire(0) == 0  # 0 keeps every PGN
+    assert archive.run_task_ids(RUN) == [0, 1, 2, 3, 4, 5]
+    assert archive.expire(10) == 0  # nothing is ten days old yet
+    clock.advance(pgns.DAY)
+    assert archive.expire(10) == 5
+    assert archive.run_task_ids(RUN) == [5]
+    assert archive.expire(10) == 0

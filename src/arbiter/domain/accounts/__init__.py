@@ -134,6 +134,9 @@ class Accounts:
     def purge_expired_sessions(self) -> int:
         return self.sessions.purge_expired()
 
+    def remove_stale_signups(self, days: int) -> list[str]:
+        return self.users.remove_stale_signups(days)
+
     # --- worker tokens (tokens.py) ---
 
     def create_own_token(

@@ -2,14 +2,16 @@
 block, reading them, and a user's own password and profile. A state change and
 its audit action commit in one transaction. Runs in the threadpool."""
 
+from arbiter.domain import actions
 from arbiter.domain.accounts.part import AccountPart
 from arbiter.domain.accounts.passwords import account, approver, audit
 from arbiter.domain.accounts.views import User
+from arbiter.domain.actions import SYSTEM_USER
 from arbiter.domain.credentials import check_password_strength, digest
 from arbiter.domain.errors import PermissionDenied, ValidationError
 from arbiter.domain.profile_fields import check_email, check_tests_repo, check_username
 from arbiter.storage import DuplicateKey
-from arbiter.storage.base import NewUser
+from arbiter.storage.base import NewAction, NewUser
 
 
 class Users(AccountPart):
@@ -67,6 +69,29 @@ class Users(AccountPart):
             tx.users.delete(user.id)
             audit(tx, "reject_user", by, user.username, message="rejected", now=self._clock())
         self._authentication.forget_proven()
+
+    def remove_stale_signups(self, days: int, batch: int = 100) -> list[str]:
+        """Delete the signups no approver accepted within `days` (0: keep them),
+        each with a `reject_user` action by the system; returns their names.
+        Accepted accounts are never removed. [job executor]"""
+        if days <= 0:
+            return []
+        now = self._clock()
+        with self._storage.write() as tx:
+            stale = tx.users.pending_since_before(now - days * 86400.0, batch)
+            for user in stale:
+                tx.users.delete(user.id)
+                entry = NewAction(
+                    time=now,
+                    action="reject_user",
+                    username=SYSTEM_USER,
+                    user=user.username,
+                    message=f"signup not accepted within {days} days",
+                )
+                actions.record(tx, entry)
+        if stale:
+            self._authentication.forget_proven()
+        return [user.username for user in stale]
 
     def set_blocked(self, approver_name: str, username: str, blocked: bool) -> None:
         """Blocking also ends every session and invalidates cached worker secrets."""

@@ -10,6 +10,7 @@ readers stop after the first member, and so would show one task's games.
 
 import base64
 import binascii
+import logging
 import re
 import time
 import zlib
@@ -18,6 +19,8 @@ from collections.abc import Callable, Iterator
 from arbiter.domain.errors import BadRequest, NotFound
 from arbiter.storage import Storage
 
+log = logging.getLogger(__name__)
+
 GZIP_MAGIC = b"\x1f\x8b"
 # A 250-game task gzips to ~200 kB; the caps leave room for long tasks and
 # refuse what no honest worker sends.
@@ -25,6 +28,10 @@ MAX_PGN_GZIP_BYTES = 16 * 1024 * 1024
 MAX_PGN_TEXT_BYTES = 256 * 1024 * 1024
 # The upload_pgn body: base64 grows the gzip by 4/3, plus the JSON around it.
 MAX_PGN_UPLOAD_BODY = MAX_PGN_GZIP_BYTES * 4 // 3 + 64 * 1024
+
+DAY = 86400.0
+EXPIRE_BATCH = 1000  # PGNs deleted in one transaction (about 200 MB of games)
+EXPIRE_BATCHES = 100  # transactions in one run of the retention job
 
 # The reference keeps what precedes the first dot, so `<run>-<task>`,
 # `<run>-<task>.pgn` and any other suffix name the same PGN. The name is echoed
@@ -147,3 +154,22 @@ class PgnArchive:
     def delete_run(self, run_id: str) -> int:
         with self._storage.write() as tx:
             return tx.pgns.delete_for_run(run_id)
+
+    def expire(self, retention_days: int) -> int:
+        """Delete the PGNs uploaded more than `retention_days` ago (0: keep them
+        all), oldest first, EXPIRE_BATCH to a transaction so uploads never wait
+        long, at most EXPIRE_BATCHES a call (the job comes back for the rest).
+        Returns how many went. [job executor]"""
+        if retention_days <= 0:
+            return 0
+        cutoff = self._clock() - retention_days * DAY
+        deleted = 0
+        for _ in range(EXPIRE_BATCHES):
+            with self._storage.write() as tx:
+                gone = tx.pgns.delete_uploaded_before(cutoff, EXPIRE_BATCH)
+            deleted += gone
+            if gone < EXPIRE_BATCH:
+                break
+        if deleted:
+            log.info("deleted %d PGNs uploaded over %d days ago", deleted, retention_days)
+        return deleted
