@@ -452,6 +452,14 @@ def test_the_tools_at_each_width(
     no_sideways_scroll(page)
     shoot(page, artifacts, f"actions-{width}")
 
+    # A worker whose files differ from its install is marked as the reference marks it.
+    modified = Worker(server, "alice")
+    modified.info["modified"] = True
+    modified.take_task()
+    page.goto(f"{server.url}/machines")
+    version = str(modified.info["version"])
+    expect(page.locator("table.machines td", has_text=f"{version}*")).to_have_count(1)
+
     # A machine never seen says so; a name no account owns is not guessed at.
     page.goto(f"{server.url}/workers/alice-4cores-0f0f0f0f")
     expect(page.locator("#worker-status")).to_have_text("never seen here")
