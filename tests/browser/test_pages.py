@@ -21,7 +21,7 @@ from tests.browser.seed import (
     seed,
 )
 from tests.browser.test_dashboard import Worker, log_in, shoot
-from tests.web.live_server import Server, start_server, stop
+from tests.web.live_server import PASSWORD, Server, start_server, stop
 
 pytestmark = pytest.mark.browser
 
@@ -459,6 +459,20 @@ def test_the_tools_at_each_width(
     page.goto(f"{server.url}/machines")
     version = str(modified.info["version"])
     expect(page.locator("table.machines td", has_text=f"{version}*")).to_have_count(1)
+
+    # Signing up: the browser proves its work while the form is filled, and a
+    # form sent before it is done goes once the proof is ready.
+    visitor = browser.new_context(viewport={"width": w, "height": h}, is_mobile=width == "phone")
+    newcomer = visitor.new_page()
+    newcomer.goto(f"{server.url}/signup")
+    newcomer.fill("#username", f"erin{width}")
+    newcomer.fill("#email", "erin@example.org")
+    newcomer.fill("#password", PASSWORD)
+    newcomer.fill("#password2", PASSWORD)
+    newcomer.click("form[action='/signup'] button[type=submit]")
+    expect(newcomer.locator(".flash")).to_contain_text("An approver will review it")
+    no_sideways_scroll(newcomer)
+    visitor.close()
 
     # A machine never seen says so; a name no account owns is not guessed at.
     page.goto(f"{server.url}/workers/alice-4cores-0f0f0f0f")

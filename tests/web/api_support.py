@@ -68,6 +68,7 @@ def api_settings(tmp_path: Path, database_url: str, **changes: Any) -> Settings:
         "git_allow": "file",  # test repositories are file:// URLs
         "overload_lag_ms": 0,
         "books_url": "",  # no check of the books repository: the catalogue's default book
+        "signup_proof_of_work": 1000,  # real proofs, solved fast by the tests
     }
     return Settings(data_dir=tmp_path, database_url=database_url, **{**defaults, **changes})
 

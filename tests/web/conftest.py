@@ -24,6 +24,7 @@ def settings(tmp_path: Path, sqlite_database_url: str) -> Settings:
         git_allow="file",  # test repositories are file:// URLs
         overload_lag_ms=0,  # the loop shares the test process: see api_settings
         books_url="",  # no check of the books repository: the catalogue's default book
+        signup_proof_of_work=1000,  # real proofs, solved fast by the tests
     )
 
 

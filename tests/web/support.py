@@ -1,5 +1,10 @@
 """Helpers for web tests (importable; fixtures live in conftest.py)."""
 
+import html
+import json
+import re
+
+import altcha
 from starlette.testclient import TestClient
 
 from arbiter.domain.accounts import User
@@ -21,10 +26,31 @@ def make_user(client: TestClient, name: str = "alice", *, approver: bool = False
 
 def csrf_of(client: TestClient, page: str = "/login") -> str:
     """The CSRF token the page's forms carry."""
-    html = client.get(page).text
+    return csrf_in(client.get(page).text)
+
+
+def csrf_in(text: str) -> str:
     marker = 'name="csrf_token" value="'
-    start = html.index(marker) + len(marker)
-    return html[start : html.index('"', start)]
+    start = text.index(marker) + len(marker)
+    return text[start : text.index('"', start)]
+
+
+def solved_proof(text: str) -> str:
+    """The signup page's proof-of-work challenge solved (by ALTCHA's own solver)
+    into what the form sends; "" when the page asks for none."""
+    found = re.search(r'data-pow-challenge="([^"]*)"', text)
+    if found is None:
+        return ""
+    challenge = altcha.Challenge.from_dict(json.loads(html.unescape(found.group(1))))
+    solution = altcha.solve_challenge(challenge)
+    assert solution is not None
+    return altcha.Payload(challenge, solution).to_base64()
+
+
+def signup_form(client: TestClient, **fields: str) -> dict[str, str]:
+    """`fields` with the signup page's CSRF token and its solved proof of work."""
+    text = client.get("/signup").text
+    return {"csrf_token": csrf_in(text), "altcha": solved_proof(text), **fields}
 
 
 def log_in(

@@ -17,7 +17,7 @@ from tests.web.api_support import (
     api_client,
     api_settings,
 )
-from tests.web.support import STRONG_PASSWORD, csrf_of, state
+from tests.web.support import STRONG_PASSWORD, csrf_of, signup_form, state
 
 LIMITS = {
     "password_account_free_failures": 2,
@@ -139,13 +139,13 @@ def test_unknown_names_and_wrong_passwords_are_answered_alike(client: TestClient
 
 def test_signups_are_limited_per_address(client: TestClient) -> None:
     def signup(name: str, on: TestClient = client) -> Any:
-        form = {
-            "username": name,
-            "email": f"{name}@example.org",
-            "password": STRONG_PASSWORD,
-            "password2": STRONG_PASSWORD,
-            "csrf_token": csrf_of(on, "/signup"),
-        }
+        form = signup_form(
+            on,
+            username=name,
+            email=f"{name}@example.org",
+            password=STRONG_PASSWORD,
+            password2=STRONG_PASSWORD,
+        )
         return on.post("/signup", data=form, follow_redirects=False)
 
     assert signup("bob").status_code == 303

@@ -32,6 +32,7 @@ from tests.web.live_server import (
     start_server,
     stop,
 )
+from tests.web.support import csrf_in, solved_proof
 from tests.web.test_crash_safety import submit_run
 
 
@@ -114,22 +115,20 @@ def test_multi_process_primary_refuses_to_start(tmp_path: Path) -> None:
 def signup_until_killed(url: str, acknowledged: list[str], stop_flag: threading.Event) -> None:
     """Sign up accounts one after another; record each one the server confirmed."""
     with httpx.Client(base_url=url, timeout=10) as client:
-        page = client.get("/signup").text
-        marker = 'name="csrf_token" value="'
-        start = page.index(marker) + len(marker)
-        csrf = page[start : page.index('"', start)]
         number = 0
         while not stop_flag.is_set():
             name = f"user{number}"
-            form = {
-                "username": name,
-                "email": f"{name}@example.org",
-                "password": PASSWORD,
-                "password2": PASSWORD,
-                "tests_repo": "",
-                "csrf_token": csrf,
-            }
             try:
+                page = client.get("/signup").text  # each signup solves a challenge of its own
+                form = {
+                    "username": name,
+                    "email": f"{name}@example.org",
+                    "password": PASSWORD,
+                    "password2": PASSWORD,
+                    "tests_repo": "",
+                    "csrf_token": csrf_in(page),
+                    "altcha": solved_proof(page),
+                }
                 reply = client.post("/signup", data=form)
             except httpx.TransportError:
                 return
@@ -143,7 +142,10 @@ def test_kill_9_during_account_writes_loses_no_committed_row(
 ) -> None:
     data_dir = tmp_path / "data"
     # Every signup comes from one address: lift the per-address limit (5 an hour).
-    many_signups = {"ARBITER_SIGNUPS_PER_ADDRESS_PER_HOUR": "100000"}
+    many_signups = {
+        "ARBITER_SIGNUPS_PER_ADDRESS_PER_HOUR": "100000",
+        "ARBITER_SIGNUP_PROOF_OF_WORK": "1000",
+    }
     server = start_server(data_dir, database_url, many_signups)
     acknowledged: list[str] = []
     stop_flag = threading.Event()

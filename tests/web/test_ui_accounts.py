@@ -3,19 +3,18 @@
 from starlette.testclient import TestClient
 
 from arbiter.storage.base import ActionFilter
-from tests.web.support import STRONG_PASSWORD, csrf_of, log_in, make_user, state
+from tests.web.support import STRONG_PASSWORD, csrf_of, log_in, make_user, signup_form, state
 
 
 def signup(client: TestClient, name: str = "bob", **overrides: str) -> object:
-    form = {
+    fields = {
         "username": name,
         "email": f"{name}@example.org",
         "password": STRONG_PASSWORD,
         "password2": STRONG_PASSWORD,
         "tests_repo": "",
-        "csrf_token": csrf_of(client, "/signup"),
-        **overrides,
     }
+    form = signup_form(client, **{**fields, **overrides})
     return client.post("/signup", data=form, follow_redirects=False)
 
 
@@ -32,6 +31,15 @@ def test_signup_error_is_shown_beside_its_field(client: TestClient) -> None:
     assert reply.status_code == 400  # type: ignore[attr-defined]
     html = reply.text  # type: ignore[attr-defined]
     assert 'id="password-error"' in html
+    assert state(client).accounts.get_user("bob") is None
+
+
+def test_a_signup_without_its_proof_of_work_is_refused_beside_it(client: TestClient) -> None:
+    for sent in ("", "forged"):
+        reply = signup(client, altcha=sent)
+        assert reply.status_code == 400  # type: ignore[attr-defined]
+        assert 'id="proof-error"' in reply.text  # type: ignore[attr-defined]
+        assert "data-pow-challenge=" in reply.text  # type: ignore[attr-defined]  # a new one
     assert state(client).accounts.get_user("bob") is None
 
 

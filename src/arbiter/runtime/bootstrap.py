@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
+from arbiter.domain.accounts.signup_proof import SignupProofs
 from arbiter.domain.actions import Actions
 from arbiter.domain.credentials import WorkerProofs
 from arbiter.domain.files import worker_package
@@ -345,13 +346,15 @@ def open_state(settings: Settings) -> AppState:
         if settings.is_primary:
             live = runs.restore()
             log.info("%d unfinished run(s) loaded", live)
+        secret_key = load_secret_key(storage, settings.secret_key)
         return AppState(
             settings=settings,
             engine=engine,
             storage=storage,
             accounts=make_accounts(storage, settings, load_worker_proofs(settings)),
             actions=Actions(storage),
-            secret_key=load_secret_key(storage, settings.secret_key),
+            secret_key=secret_key,
+            signup_proofs=SignupProofs(secret_key, settings.signup_proof_of_work),
             runs=runs,
             pgns=PgnArchive(storage),
             nets=NetLibrary(storage, files=files, quota=upload_quota(settings)),

@@ -49,6 +49,7 @@ _ZERO_MEANS = {
     "query_seconds": "no bound",
     "pgn_retention_days": "keep every PGN",
     "signup_expiry_days": "keep every signup",
+    "signup_proof_of_work": "no proof asked",
 }
 
 
@@ -121,6 +122,9 @@ class Settings:
     argon2_waiting: int = 8
     argon2_wait_ms: int = 500
     signups_per_address_per_hour: int = 5
+    # The signup form's proof of work (domain/accounts/signup_proof.py): the
+    # browser hashes about three quarters of this many times (under a second).
+    signup_proof_of_work: int = 1_000_000
     throttle_entries: int = 100_000
     secure_cookies: bool = False  # set behind HTTPS
     base_url: str = ""  # public URL, for links in messages; empty: from the request

@@ -2,11 +2,12 @@
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
 from arbiter.domain.accounts import Accounts
+from arbiter.domain.accounts.signup_proof import SignupProofs
 from arbiter.domain.actions import Actions
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
@@ -45,5 +46,7 @@ class AppState:
     # The worker wheel served for self-update (built at start-up; None in tests
     # that build the state by hand).
     worker_package: WorkerPackage | None = None
+    # The signup form's proof of work (none asked in states built by hand).
+    signup_proofs: SignupProofs = field(default_factory=lambda: SignupProofs("", 0))
     # Whether this process may serve the worker API: a primary's lease (web/lease.py).
     lease_held: Callable[[], bool] = lambda: True

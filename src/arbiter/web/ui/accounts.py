@@ -67,12 +67,18 @@ async def logout(request: Request) -> Response:
 
 
 SIGNUP_FIELDS = ("username", "email", "tests_repo")
+PROOF_INPUT = "altcha"  # the solved challenge, as ALTCHA's widget names it
 
 
 async def signup_form(request: Request) -> Response:
-    return await render(
-        request, "signup.html", {"errors": {}, "values": dict.fromkeys(SIGNUP_FIELDS, "")}
-    )
+    context = {"errors": {}, "values": dict.fromkeys(SIGNUP_FIELDS, "")}
+    return await render(request, "signup.html", _with_challenge(request, context))
+
+
+def _with_challenge(request: Request, context: dict[str, Any]) -> dict[str, Any]:
+    """The page's context with a new proof-of-work challenge, when one is asked."""
+    proofs = app_state(request).signup_proofs
+    return {**context, "proof_challenge": proofs.challenge() if proofs.asked else None}
 
 
 async def signup(request: Request) -> Response:
@@ -81,6 +87,11 @@ async def signup(request: Request) -> Response:
     errors = _signup_mismatch(form)
     password, address = form.get("password", ""), client_address(request)
     refusal: DomainError | None = None
+    if not errors:
+        try:  # hashing one SHA-256: on the loop, before any account work
+            app_state(request).signup_proofs.check(form.get(PROOF_INPUT, ""))
+        except ValidationError as error:
+            errors = {error.field: str(error)}
     if not errors:
         try:
             await run_in_threadpool(
@@ -97,7 +108,7 @@ async def signup(request: Request) -> Response:
         except RetryLater as error:
             errors, refusal = {"form": str(error)}, error
     if errors:
-        context = {"errors": errors, "values": values}
+        context = _with_challenge(request, {"errors": errors, "values": values})
         page = await render(request, "signup.html", context, _status(refusal))
         return _retry_after(page, refusal)
     session_of(request).flash(
