@@ -438,6 +438,15 @@ def test_sprt_must_be_an_object() -> None:
 # ------------------------------------------------------------ SPSA
 
 
+def test_constant_gains_are_allowed() -> None:
+    """A = alpha = gamma = 0, as Autoselect chooses (the reference allows them)."""
+    spsa = {"raw_params": PARAMS, "A": 0, "alpha": 0, "gamma": 0}
+    args = parse_run_args(submission(spsa=spsa, num_games=60_000))
+    assert args.spsa is not None
+    assert (args.spsa.A, args.spsa.alpha, args.spsa.gamma) == (0.0, 0.0, 0.0)
+    assert all(param.c == param.c_end for param in args.spsa.params)
+
+
 def test_spsa_defaults_and_params() -> None:
     args = parse_run_args(submission(spsa={"raw_params": PARAMS}, num_games=60_000))
     assert args.spsa is not None
@@ -471,8 +480,8 @@ def test_spsa_games_are_thousands(games: int, ok: bool) -> None:
         ({"raw_params": "a,x,0,2,1,0.1"}, "spsa.raw_params", "not a number"),
         ({"raw_params": "a,1,0,2,1,0\na,1,0,2,1,0"}, "spsa.raw_params", "twice"),
         ({"raw_params": PARAMS, "A": -0.1}, "spsa.A", "at least 0"),
-        ({"raw_params": PARAMS, "alpha": 0}, "spsa.alpha", "(0, 1]"),
-        ({"raw_params": PARAMS, "gamma": 1.5}, "spsa.gamma", "(0, 1]"),
+        ({"raw_params": PARAMS, "alpha": -0.1}, "spsa.alpha", "[0, 1]"),
+        ({"raw_params": PARAMS, "gamma": 1.5}, "spsa.gamma", "[0, 1]"),
     ],
 )
 def test_bad_spsa(spsa: dict[str, Any], field: str, words: str) -> None:

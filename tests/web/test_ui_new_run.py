@@ -230,3 +230,44 @@ def test_a_full_git_executor_shows_the_form_again_with_retry_after(
         release.set()
         for future in held:
             future.result(10)
+
+
+def test_autoselect_writes_the_gains_into_the_form(alice_client: TestClient, repo_url: str) -> None:
+    """As the reference's checkbox: gains and games for the author to review; no run."""
+    params = "A,100,0,200,10,0.002\nB,50,0,100,5,0.002"
+    form = new_run_form(
+        alice_client, repo_url, stop_rule="spsa", spsa_raw_params=params, autoselect="1"
+    )
+    reply = alice_client.post("/tests/run", data=form)
+    assert reply.status_code == 200
+    assert 'id="form-note"' in reply.text
+    assert ">A,100,0,200,33.33,0.00737\nB,50,0,100,16.67,0.00737</textarea>" in reply.text
+    assert 'name="num_games" type="number" value="159000"' in reply.text
+    for name in ("spsa_A", "spsa_alpha", "spsa_gamma"):
+        assert f'name="{name}" type="text" value="0"' in reply.text
+    assert state(alice_client).runs.queries.live_of("alice") == []
+    broken = new_run_form(
+        alice_client, repo_url, stop_rule="spsa", spsa_raw_params="A,1,2", autoselect="1"
+    )
+    refused = alice_client.post("/tests/run", data=broken)
+    assert refused.status_code == 400
+    assert 'id="spsa_raw_params-error"' in refused.text
+
+
+def test_an_spsa_run_is_tuned_against_its_own_branch(
+    alice_client: TestClient, repo_url: str
+) -> None:
+    form = new_run_form(
+        alice_client,
+        repo_url,
+        stop_rule="spsa",
+        spsa_raw_params="K,1,0,2,1,0.002",
+        num_games="4000",
+        base_tag="master",
+        new_signature="123456",
+    )
+    reply = alice_client.post("/tests/run", data=form, follow_redirects=False)
+    assert reply.status_code == 303, reply.text
+    run_id = reply.headers["location"].rsplit("/", 1)[1]
+    args = state(alice_client).runs.queries.run(run_id).args
+    assert (args["base_tag"], args["base_signature"]) == ("patch", "123456")

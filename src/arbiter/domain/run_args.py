@@ -296,8 +296,8 @@ def _spsa(raw: Mapping[str, object], num_games: int) -> SpsaArgs:
     alpha = read_float(raw, "alpha", DEFAULT_ALPHA, name="spsa.alpha")
     gamma = read_float(raw, "gamma", DEFAULT_GAMMA, name="spsa.gamma")
     for key, value in (("alpha", alpha), ("gamma", gamma)):
-        if not 0.0 < value <= 1.0:
-            raise ValidationError(f"spsa.{key}", f"must be in (0, 1], got {value:g}")
+        if not 0.0 <= value <= 1.0:  # 0: constant gains, as Autoselect chooses
+            raise ValidationError(f"spsa.{key}", f"must be in [0, 1], got {value:g}")
     text = read_text(raw, "raw_params", name="spsa.raw_params", keep_lines=True)
     schedule = make_schedule(num_games, a_ratio, alpha, gamma)
     try:

@@ -1,6 +1,6 @@
 // The new test form: presets fill in their fields, editing such a field by
-// hand switches its preset to "custom", and only the chosen stop rule's
-// fields are shown. Without this script every field is shown and the server
+// hand switches its preset to "custom", only the chosen stop rule's fields
+// are shown, and an SPSA run's base follows its test branch. Without this script every field is shown and the server
 // applies the chosen presets itself, so the form works the same.
 "use strict";
 
@@ -59,6 +59,31 @@
     radio.addEventListener("change", showStopRule);
   }
   showStopRule();
+
+  // An SPSA run tunes its branch against itself: its base follows the test
+  // branch and bench (the server does the same), unless it repeats a run.
+  const locked = [["base_tag", "new_tag"], ["base_signature", "new_signature"]];
+  const typed = Object.fromEntries(locked.map(([base]) => [base, field(base).value]));
+  const repeats = field("rescheduled_from") !== null;
+  function lockBase() {
+    const chosen = form.querySelector("input[name=stop_rule]:checked");
+    const spsa = chosen !== null && chosen.value === "spsa" && !repeats;
+    for (const [base, test] of locked) {
+      const input = field(base);
+      if (spsa && !input.readOnly) typed[base] = input.value;
+      input.readOnly = spsa;
+      input.value = spsa ? field(test).value : typed[base];
+    }
+  }
+  for (const radio of form.querySelectorAll("input[name=stop_rule]")) {
+    radio.addEventListener("change", lockBase);
+  }
+  for (const [base, test] of locked) {
+    field(test).addEventListener("input", () => {
+      if (field(base).readOnly) field(base).value = field(test).value;
+    });
+  }
+  lockBase();
 
   const odds = field("time_odds");
   const newTc = field("new_tc");

@@ -16,7 +16,7 @@ from arbiter.web import submissions as submitting
 from arbiter.web.api import app_state
 from arbiter.web.errors import domain_status
 from arbiter.web.templating import render
-from arbiter.web.ui import submission
+from arbiter.web.ui import spsa_form, submission
 from arbiter.web.ui.forms import (
     RUN_ID,
     read_form,
@@ -41,9 +41,13 @@ async def submit_run(request: Request) -> Response:
     user = require_user(request)
     require_primary(request)
     form = await read_form(request)
-    values = submission.posted_values(form)
     source = form.get("rescheduled_from", "")
     source = source if RUN_ID.fullmatch(source) else ""
+    values = submission.posted_values(form)
+    if not source:  # a reschedule keeps the base of the run it repeats, as the reference
+        values = spsa_form.tuned_against_itself(values)
+    if form.get("autoselect"):  # the form again, SPSA gains written in, not a run
+        return await _autoselect(request, values, source)
     try:
         raw = submission.submission(values)
         submitted = await submitting.submit_run(
@@ -64,6 +68,16 @@ async def submit_run(request: Request) -> Response:
     return redirect(f"/tests/view/{submitted.run_id}")
 
 
+async def _autoselect(request: Request, values: dict[str, Any], source: str) -> Response:
+    tc = str(submission.with_presets(values)["tc"])
+    try:
+        chosen = spsa_form.autoselected(values, tc)
+    except ValidationError as error:
+        errors = {submission.error_field(error.field): str(error)}
+        return await _page(request, values, errors, source=source, status=400)
+    return await _page(request, chosen, {}, source=source, note=spsa_form.AUTOSELECTED)
+
+
 async def _values_of(request: Request, run_id: str) -> dict[str, Any]:
     if not RUN_ID.fullmatch(run_id):
         raise HTTPException(404, f"There is no run {run_id}.")
@@ -81,6 +95,7 @@ async def _page(
     *,
     source: str = "",
     status: int = 200,
+    note: str = "",
 ) -> Response:
     library = app_state(request).books
     hosted = await run_in_threadpool(library.list)
@@ -95,5 +110,6 @@ async def _page(
         "stop_rules": submission.STOP_RULES,
         "compilers": submission.COMPILERS,
         "elo_models": submission.ELO_MODELS,
+        "note": note,
     }
     return await render(request, "new_run.html", context, status)
