@@ -452,6 +452,37 @@ def test_the_tools_at_each_width(
     no_sideways_scroll(page)
     shoot(page, artifacts, f"actions-{width}")
 
+    # SPSA authoring: the base follows the test branch; Autoselect fills the gains in.
+    page.goto(f"{server.url}/tests/run")
+    page.fill("#new_tag", "tune-king")
+    page.check("input[name=stop_rule][value=spsa]")
+    expect(page.locator("#base_tag")).to_have_value("tune-king")
+    expect(page.locator("#base_tag")).to_have_attribute("readonly", "")
+    page.fill("#new_tag", "tune-queen")
+    expect(page.locator("#base_tag")).to_have_value("tune-queen")
+    page.fill("#spsa_raw_params", "A,100,0,200,10,0.002\nB,50,0,100,5,0.002")
+    page.click("#autoselect")
+    expect(page.locator("#form-note")).to_contain_text("Autoselected")
+    expect(page.locator("#spsa_raw_params")).to_have_value(
+        "A,100,0,200,33.33,0.00737\nB,50,0,100,16.67,0.00737"
+    )
+    expect(page.locator("#num_games")).to_have_value("159000")
+    no_sideways_scroll(page)
+    page.check("input[name=stop_rule][value=sprt]")  # another rule: the base is the author's
+    expect(page.locator("#base_tag")).not_to_have_attribute("readonly", "")
+    # ... and its chart: values, smoothed, kept by the live refresh.
+    page.goto(f"{server.url}/tests/view/{runs.spsa}")
+    page.select_option("#spsa_view", "values")
+    page.select_option("#spsa_smooth", "3")
+    page.click("form[aria-label='SPSA chart view'] button")
+    expect(page.locator("#spsa-chart title").first).to_have_text(
+        "SPSA parameters: values, smoothed (3)"
+    )
+    expect(page.locator("#run-live")).to_have_attribute(
+        "data-live-src", re.compile(r"spsa_view=values&spsa_smooth=3")
+    )
+    no_sideways_scroll(page)
+
     # A worker whose files differ from its install is marked as the reference marks it.
     modified = Worker(server, "alice")
     modified.info["modified"] = True

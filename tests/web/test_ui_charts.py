@@ -1,5 +1,7 @@
 """Server-drawn SVG charts: scales, escaping, and the run page's three charts."""
 
+import re
+
 from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import new_run_record
 from arbiter.storage.records import RunRecord, evolve
@@ -95,3 +97,58 @@ def test_an_spsa_run_gets_its_parameters_scaled() -> None:
     assert html.count("<polyline") == run_charts.MAX_SPSA_LINES
     assert "2 more parameters are in the table below." in html
     assert "(θ − start) / c_end" in html
+
+
+def spsa_record(thetas: list[float]) -> RunRecord:
+    """One parameter (start 100, c 4 throughout) sampled at these values."""
+    param = {"name": "P", "start": 100.0, "c": 4.0, "c_end": 4.0, "theta": thetas[-1]}
+    spsa = {
+        "iter": 100 * len(thetas),
+        "num_iter": 10_000,  # a sample every 100 iterations
+        "params": [param],
+        "param_history": [[{"theta": theta, "R": 0, "c": 4.0}] for theta in thetas],
+    }
+    args = {"tc": "10+0.1", "threads": 1, "num_games": 200, "new_tag": "p", "spsa": spsa}
+    return new_run_record("0" * 24, "alice", args, T0)
+
+
+def plotted(chart: str) -> list[str]:
+    """The tooltips of the chart's points: 'P: value at iteration'."""
+    return re.findall(r"<title>(P: [^<]*)</title>", chart)
+
+
+def test_the_spsa_chart_shows_values_or_a_share_of_c() -> None:
+    record = spsa_record([102.0, 104.0, 98.0])
+    (values,) = run_charts.charts(record, run_charts.SpsaView("values"))
+    assert plotted(str(values)) == [
+        "P: 100.000 at 0",
+        "P: 102.000 at 100",
+        "P: 104.000 at 200",
+        "P: 98.000 at 300",
+    ]
+    (share,) = run_charts.charts(record, run_charts.SpsaView("c"))
+    assert "% of c" in str(share)
+    assert plotted(str(share)) == [
+        "P: 0.000 at 0",
+        "P: 50.000 at 100",
+        "P: 100.000 at 200",
+        "P: -50.000 at 300",
+    ]
+
+
+def test_smoothing_evens_the_samples_out() -> None:
+    thetas = [100.0 + (8.0 if i % 2 else -8.0) for i in range(40)]
+    record = spsa_record(thetas)
+    (raw,) = run_charts.charts(record, run_charts.SpsaView("values"))
+    (smooth,) = run_charts.charts(record, run_charts.SpsaView("values", smoothing=5))
+    spread = [float(text.split(": ")[1].split(" at")[0]) for text in plotted(str(smooth))]
+    assert max(spread) - min(spread) < 16.0 / 4
+    assert plotted(str(raw)) != plotted(str(smooth))
+    assert "smoothed (5)" in str(smooth)
+
+
+def test_the_view_is_read_from_the_query_string() -> None:
+    assert run_charts.spsa_view({"spsa_view": "c", "spsa_smooth": "3"}) == run_charts.SpsaView(
+        "c", 3
+    )
+    assert run_charts.spsa_view({"spsa_view": "x", "spsa_smooth": "11"}) == run_charts.SpsaView()

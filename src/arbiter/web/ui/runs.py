@@ -25,7 +25,9 @@ from arbiter.web.templating import render
 from arbiter.web.ui import run_charts, run_code, run_format, run_view
 from arbiter.web.ui.forms import current_user
 
-TASK_PARAMS = ("page", "sort", "order", "worker", "show_task", "all")
+# What a live refresh of the run page keeps of its address: the tasks table's
+# page and order, and the SPSA chart's view.
+TASK_PARAMS = ("page", "sort", "order", "worker", "show_task", "all", "spsa_view", "spsa_smooth")
 LIVE_DONE = 286  # "final state, stop polling" (the reference's htmx convention)
 RECENT_FAILURES = 3  # failed tasks a run page shows: why its workers keep giving up
 
@@ -73,12 +75,17 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
     run_id = str(request.path_params["run_id"])
     user = current_user(request)
     query = run_view.page_query(request.query_params)
+    chart_view = run_charts.spsa_view(request.query_params)
     state = app_state(request)
     live = bool(request.query_params.get("live"))
     try:
         context = await run_in_threadpool(
             lambda: _with_code(
-                _run_context(state, run_id, with_pgns=user is not None, query=query), state, live
+                _run_context(
+                    state, run_id, with_pgns=user is not None, query=query, chart_view=chart_view
+                ),
+                state,
+                live,
             )
         )
     except NotFound:
@@ -109,7 +116,12 @@ async def show_run(request: Request, extra: dict[str, Any], status: int = 200) -
 
 
 def _run_context(
-    state: AppState, run_id: str, *, with_pgns: bool, query: TaskQuery
+    state: AppState,
+    run_id: str,
+    *,
+    with_pgns: bool,
+    query: TaskQuery,
+    chart_view: run_charts.SpsaView,
 ) -> dict[str, Any]:
     queries = state.runs.queries
     detail = queries.detail(run_id)
@@ -122,7 +134,10 @@ def _run_context(
         "detail": detail,
         "run": detail.run,
         "fmt": run_format,
-        "charts": run_charts.charts(detail.run),
+        "charts": run_charts.charts(detail.run, chart_view),
+        "chart_view": chart_view,
+        "spsa_scales": run_charts.SPSA_SCALE_NAMES,
+        "max_smoothing": run_charts.MAX_SMOOTHING,
         "chi2": chi2,
         "tasks": tasks,
         "live_version": _version(detail.run.last_updated),
