@@ -483,6 +483,33 @@ def test_the_tools_at_each_width(
     )
     no_sideways_scroll(page)
 
+    # Every page of the site fits the screen: nothing scrolls the page sideways.
+    for path in (
+        "/tests",
+        "/tests/finished",
+        "/tests/user/alice",
+        f"/tests/view/{runs.busy}",
+        f"/tests/view/{runs.spsa}",
+        f"/tests/stats/{runs.green}",
+        f"/tests/live_elo/{runs.green}",
+        "/tests/run",
+        "/actions",
+        "/contributors",
+        "/contributors/monthly",
+        "/machines",
+        "/workers",
+        "/workers/alice-4cores-0f0f0f0f",
+        "/sprt_calc",
+        "/user",
+        "/user/notifications",
+        "/user_management",
+        "/nns",
+        "/books",
+        "/upload",
+    ):
+        page.goto(server.url + path)
+        no_sideways_scroll(page)
+
     # A worker whose files differ from its install is marked as the reference marks it.
     modified = Worker(server, "alice")
     modified.info["modified"] = True
