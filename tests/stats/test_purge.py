@@ -70,6 +70,13 @@ def test_degenerate_tables() -> None:
     assert chi2_residuals({"a": [100, 0, 0], "b": [100, 0, 0]}).dof == 0
 
 
+def test_workers_with_exactly_the_expected_results_have_no_residual() -> None:
+    """Identical rows fit the table exactly (tail 1): a residual of 0, not an error."""
+    result = chi2_residuals({"a": [30, 30, 40], "b": [30, 30, 40], "c": [60, 60, 80]})
+    assert result.residual == {"a": 0.0, "b": 0.0, "c": 0.0}
+    assert result.chi2 == 0.0
+
+
 def test_rows_and_aggregation() -> None:
     assert worker_row(5, 3, 2, None) == (5.0, 3.0, 2.0)
     assert worker_row(5, 3, 2, [1, 2, 3, 4, 5]) == (9.0, 3.0, 3.0)

@@ -106,8 +106,16 @@ def chi2_residuals(rows: Mapping[str, Sequence[float]], exclude: Iterable[str] =
             row_chi2 += (row[j] - expected) ** 2 / expected
         total += row_chi2
         tail = chi2_sf(row_chi2 / (1.0 - row_total / grand), row_dof)
-        residual[key] = max(normal_isf(tail), 0.0) if tail > 0.0 else math.inf
+        residual[key] = _residual(tail)
     return Chi2Result(total, dof, chi2_sf(total, dof), residual, excluded)
+
+
+def _residual(tail: float) -> float:
+    """z = Φ⁻¹(1 − tail), floored at 0: a row exactly as expected (tail 1) is 0,
+    a row beyond all doubt (tail 0) infinite."""
+    if tail >= 0.5:
+        return 0.0
+    return normal_isf(tail) if tail > 0.0 else math.inf
 
 
 @functools.lru_cache(maxsize=256)
