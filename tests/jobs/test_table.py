@@ -13,6 +13,7 @@ from arbiter.domain.accounts import Accounts
 from arbiter.domain.credentials import digest
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
+from arbiter.domain.quarantine import MachineHealth
 from arbiter.domain.runs.registry import LEASE_SECONDS
 from arbiter.domain.runs.service import Runs
 from arbiter.jobs.scheduler import Job, JobScheduler
@@ -57,15 +58,23 @@ def test_the_table_follows_the_reference_periods(engine: Engine) -> None:
 
 def test_the_upkeep_jobs_run_when_their_settings_ask(engine: Engine) -> None:
     """Stale signups and old PGNs are removed by jobs of their own, hourly, when
-    the operator's settings give them a number of days."""
+    the operator's settings give them a number of days; machine health is
+    checked every ten minutes."""
     storage, clock = Storage(engine), Clock()
     accounts = cheap_accounts(storage, clock)
     runs = Runs(storage, task_gate=threading.Semaphore(5), clock=clock)
     archive = PgnArchive(storage, clock)
+    health = MachineHealth(storage, take_back=runs.take_back_task_of, changed=lambda: None)
     rows = job_table(
-        accounts=accounts, runs=runs, pgns=archive, pgn_retention_days=7, signup_expiry_days=30
+        accounts=accounts,
+        runs=runs,
+        pgns=archive,
+        pgn_retention_days=7,
+        signup_expiry_days=30,
+        health=health,
     )
     periods = {job.name: (job.period, job.initial_delay) for job in rows}
+    assert periods["check_machine_health"] == (600, 600)
     assert periods["remove_stale_signups"] == (HOUR, 300)
     assert periods["expire_pgns"] == (HOUR, 600)
     accounts.signup("idle", PASSWORD, "idle@example.org")
@@ -73,7 +82,7 @@ def test_the_upkeep_jobs_run_when_their_settings_ask(engine: Engine) -> None:
     clock.now += 31 * 24 * HOUR
     scheduler = JobScheduler(rows)
     try:
-        for name in ("remove_stale_signups", "expire_pgns"):
+        for name in ("remove_stale_signups", "expire_pgns", "check_machine_health"):
             status = scheduler.run_now(name).result(timeout=30)
             assert (status.runs, status.last_error) == (1, None)
     finally:

@@ -42,6 +42,7 @@ ACTION_NAMES = frozenset(
         "accept_user",
         "reject_user",
         "block_worker",
+        "quarantine_worker",
         "log_message",
         "worker_log",
     }

@@ -18,6 +18,7 @@ from arbiter.domain import actions
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
 from arbiter.domain.profile_fields import same_username, username_key
+from arbiter.domain.quarantine import quarantined_messages
 from arbiter.protocol.workers import is_short_worker_name
 from arbiter.storage import Storage, Tx
 from arbiter.storage.base import NewAction
@@ -63,7 +64,7 @@ def _spelled_as_account(tx: Tx, worker_name: str) -> str:
 
 
 class BlockedMachines:
-    """Blocked machines and their messages, as the scheduler sees them.
+    """Blocked and quarantined machines and their messages, as the scheduler sees them.
 
     request_task asks on every call; reading the table each time was a tenth of
     its cost. The few blocked rows are read at most every BLOCKS_REFRESH_SECONDS,
@@ -91,9 +92,11 @@ class BlockedMachines:
             if self._read_at is None or now - self._read_at >= self._refresh_seconds:
                 with self._storage.read() as tx:
                     records = tx.worker_blocks.list_blocked()
-                self._messages = {
-                    machine_key(record.worker_name): record.message for record in records
-                }
+                    quarantined = quarantined_messages(tx)
+                self._messages = {machine_key(name): text for name, text in quarantined.items()}
+                self._messages.update(
+                    {machine_key(record.worker_name): record.message for record in records}
+                )
                 self._read_at = now
             return self._messages.get(machine_key(worker_name))
 

@@ -14,6 +14,7 @@ from arbiter.domain.accounts import Accounts
 from arbiter.domain.files.books import BookLibrary
 from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
+from arbiter.domain.quarantine import MachineHealth
 from arbiter.domain.runs.registry import RECLAIM_CHECK_SECONDS
 from arbiter.domain.runs.service import Runs
 from arbiter.domain.webhooks import Webhooks
@@ -36,6 +37,7 @@ def job_table(
     webhook_period: float = WEBHOOK_PERIOD,
     pgns: PgnArchive | None = None,
     pgn_retention_days: int = 0,
+    health: MachineHealth | None = None,
     signup_expiry_days: int = 0,
 ) -> list[Job]:
     """Every job of a primary, bound to the services it calls. [any thread; builds only]"""
@@ -64,6 +66,16 @@ def job_table(
                 period=HOUR,
                 initial_delay=5 * MINUTE,
                 function=lambda: accounts.remove_stale_signups(signup_expiry_days),
+            )
+        )
+    if health is not None:
+        # Machines that spoil results, on evidence across runs (domain/quarantine.py).
+        jobs.append(
+            Job(
+                "check_machine_health",
+                period=10 * MINUTE,
+                initial_delay=10 * MINUTE,
+                function=health.check,
             )
         )
     if pgns is not None and pgn_retention_days > 0:

@@ -28,7 +28,9 @@ from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.files.stored import DatabaseFiles, FileStore
 from arbiter.domain.files.upload_quota import UploadQuota
 from arbiter.domain.follows import Follows
+from arbiter.domain.health import HealthRules
 from arbiter.domain.password_guard import PasswordGuard, PasswordLimits
+from arbiter.domain.quarantine import MachineHealth
 from arbiter.domain.repos.cache import RepoCache
 from arbiter.domain.repos.reading import CodeReader, GitLimits
 from arbiter.domain.repos.work import GitWork
@@ -355,6 +357,7 @@ def open_state(settings: Settings) -> AppState:
             actions=Actions(storage),
             secret_key=secret_key,
             signup_proofs=SignupProofs(secret_key, settings.signup_proof_of_work),
+            health=machine_health(storage, runs, settings),
             runs=runs,
             pgns=PgnArchive(storage),
             nets=NetLibrary(storage, files=files, quota=upload_quota(settings)),
@@ -384,7 +387,19 @@ def default_jobs(state: AppState) -> list[Job]:
         webhook_period=float(state.settings.webhook_period_seconds),
         pgns=state.pgns,
         pgn_retention_days=state.settings.pgn_retention_days,
+        health=state.health if state.settings.health_min_runs > 0 else None,
         signup_expiry_days=state.settings.signup_expiry_days,
+    )
+
+
+def machine_health(storage: Storage, runs: Runs, settings: Settings) -> MachineHealth:
+    rules = HealthRules(min_runs=settings.health_min_runs, min_authors=settings.health_min_authors)
+    return MachineHealth(
+        storage,
+        take_back=runs.take_back_task_of,
+        changed=runs.blocked_machines.forget,
+        rules=rules,
+        window_days=settings.health_window_days,
     )
 
 

@@ -50,6 +50,7 @@ _ZERO_MEANS = {
     "pgn_retention_days": "keep every PGN",
     "signup_expiry_days": "keep every signup",
     "signup_proof_of_work": "no proof asked",
+    "health_min_runs": "no quarantine",
 }
 
 
@@ -145,6 +146,12 @@ class Settings:
     # many days are removed, with a reject_user action (0: kept).
     pgn_retention_days: int = 0
     signup_expiry_days: int = 30
+    # Machine health (domain/health.py, domain/quarantine.py): a machine is
+    # quarantined on evidence from this many runs of this many authors, among
+    # the runs changed within the window; 0 runs: no quarantine.
+    health_min_runs: int = 3
+    health_min_authors: int = 2
+    health_window_days: int = 14
     # How often a primary checks it still holds its lease (web/lease.py).
     lease_check_seconds: int = 5
     # Reading submitted repositories (domain/repos/, docs/operations.md "Git"):
@@ -225,10 +232,14 @@ class Settings:
         for name in (*positive, *limits, "body_timeout_seconds", "body_min_bytes_per_second"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"ARBITER_{name.upper()} must be positive")
-        if self.webhook_period_seconds <= 0:
-            raise SettingsError("ARBITER_WEBHOOK_PERIOD_SECONDS must be positive")
-        if self.lease_check_seconds <= 0:
-            raise SettingsError("ARBITER_LEASE_CHECK_SECONDS must be positive")
+        for name in (
+            "health_min_authors",
+            "health_window_days",
+            "webhook_period_seconds",
+            "lease_check_seconds",
+        ):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"ARBITER_{name.upper()} must be positive")
         if self.log_format not in ("text", "json"):
             raise SettingsError(f"ARBITER_LOG_FORMAT must be text or json, not {self.log_format!r}")
         try:

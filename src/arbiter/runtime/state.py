@@ -14,6 +14,7 @@ from arbiter.domain.files.nets import NetLibrary
 from arbiter.domain.files.pgns import PgnArchive
 from arbiter.domain.files.worker_package import WorkerPackage
 from arbiter.domain.follows import Follows
+from arbiter.domain.quarantine import MachineHealth
 from arbiter.domain.runs.service import Runs
 from arbiter.domain.webhooks import Webhooks
 from arbiter.jobs import JobScheduler
@@ -46,6 +47,8 @@ class AppState:
     # The worker wheel served for self-update (built at start-up; None in tests
     # that build the state by hand).
     worker_package: WorkerPackage | None = None
+    # The machine-health check and its quarantines (none in states built by hand).
+    health: MachineHealth | None = None
     # The signup form's proof of work (none asked in states built by hand).
     signup_proofs: SignupProofs = field(default_factory=lambda: SignupProofs("", 0))
     # Whether this process may serve the worker API: a primary's lease (web/lease.py).

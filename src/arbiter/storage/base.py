@@ -16,6 +16,7 @@ from arbiter.storage.records import (
     NetRecord,
     NetSearch,
     PgnInfo,
+    QuarantineRecord,
     RunRecord,
     SessionRecord,
     TaskRecord,
@@ -154,6 +155,10 @@ class ActionStore(Protocol):
         """Raises SearchTooLong when its Python checks run past `search.scan_seconds`."""
         ...
 
+    def worker_run_counts(self, action: str, since: float) -> dict[tuple[str, str], int]:
+        """How many `action` entries each (worker, run) got since `since`."""
+        ...
+
     def count(self, search: ActionSearch, cap: int) -> int:
         """How many actions a search without checks matches, counting no further
         than `cap` + 1 (more than `cap`: the log is millions of rows)."""
@@ -169,6 +174,36 @@ class KVStore(Protocol):
 
     def set(self, key: str, value: Any) -> None: ...
     def delete(self, key: str) -> bool: ...
+
+
+class QuarantineStore(Protocol):
+    def get(self, worker_name: str) -> QuarantineRecord | None: ...
+    def put(self, record: QuarantineRecord) -> None:
+        """Insert or replace the machine's row."""
+        ...
+
+    def active(self) -> list[QuarantineRecord]:
+        """The quarantines in force, newest first."""
+        ...
+
+    def all(self) -> list[QuarantineRecord]:
+        """Every machine the rule ever quarantined (released ones too)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class MachineRunTotals:
+    """A machine's tasks on one run, summed (every task, purged ones too: they
+    are evidence)."""
+
+    worker_name: str
+    run_id: str
+    author: str
+    tasks: int
+    games: int
+    crashes: int
+    time_losses: int
+    pentanomial: tuple[int, int, int, int, int]
 
 
 class WorkerBlockStore(Protocol):
@@ -259,6 +294,10 @@ class Contribution:
 
 
 class RunStore(Protocol):
+    def updated_since(self, since: float, limit: int) -> Sequence[str]:
+        """Ids of the runs (not deleted) changed since `since`, newest change first."""
+        ...
+
     def add(self, run: RunRecord) -> None: ...
     def get(self, run_id: str) -> RunRecord | None: ...
     def save(self, run: RunRecord, stored: RunRecord | None = None) -> None:
@@ -355,6 +394,10 @@ class TaskStore(Protocol):
 
     def active(self) -> list[TaskRecord]:
         """Every active task (the machines at work), by run and task id."""
+        ...
+
+    def machine_run_totals(self, run_ids: Sequence[str]) -> list[MachineRunTotals]:
+        """Each machine's tasks on each of these runs, summed, with the run's author."""
         ...
 
     def machine_seen(self, worker_names: Sequence[str]) -> bool:

@@ -73,6 +73,17 @@ class WorkerBlockRecord:
     last_updated: float
 
 
+@dataclass(frozen=True, slots=True)
+class QuarantineRecord:
+    worker_name: str
+    active: bool
+    since: float
+    evidence: list[dict[str, str]]  # the findings: run_id, author, kind, detail
+    dismissed: list[str]  # runs whose findings an approver set aside
+    released_by: str = ""
+    released_at: float | None = None
+
+
 class RunRecord(msgspec.Struct, frozen=True, gc=False):
     """One run: its arguments (`args`, the reference's shape) and aggregates over its tasks.
 

@@ -249,6 +249,22 @@ actions = Table(
     Index(None, "worker", "time"),
 )
 
+# Machines the health rule quarantined (domain/quarantine.py): while `active`,
+# the scheduler refuses them; `evidence` is the findings that convicted them,
+# `dismissed` the runs whose findings an approver set aside by releasing it.
+machine_quarantine = Table(
+    "machine_quarantine",
+    metadata,
+    Column("worker_name", String(120), primary_key=True),
+    Column("active", Boolean, nullable=False),
+    Column("since", Float, nullable=False),
+    Column("evidence", Document, nullable=False),
+    Column("dismissed", Document, nullable=False),
+    Column("released_by", String(64), nullable=False, default=""),
+    Column("released_at", Float, nullable=True),
+    Index(None, "active"),
+)
+
 workers = Table(
     "workers",
     metadata,

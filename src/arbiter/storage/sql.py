@@ -27,6 +27,7 @@ from arbiter.storage.base import (
     KVStore,
     NetStore,
     PgnStore,
+    QuarantineStore,
     RunStore,
     SessionStore,
     TaskStore,
@@ -47,7 +48,7 @@ from arbiter.storage.sql_runs import SqlRunStore, SqlTaskStore
 from arbiter.storage.sql_sessions import SqlSessionStore
 from arbiter.storage.sql_tokens import SqlTokenStore
 from arbiter.storage.sql_users import SqlUserStore
-from arbiter.storage.sql_workers import SqlWorkerBlockStore
+from arbiter.storage.sql_workers import SqlQuarantineStore, SqlWorkerBlockStore
 
 
 class Tx:
@@ -91,6 +92,10 @@ class Tx:
     @cached_property
     def chi2(self) -> Chi2SummaryStore:
         return SqlChi2SummaryStore(self.connection)
+
+    @cached_property
+    def quarantine(self) -> QuarantineStore:
+        return SqlQuarantineStore(self.connection)
 
     @cached_property
     def worker_blocks(self) -> WorkerBlockStore:

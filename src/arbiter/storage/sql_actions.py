@@ -38,6 +38,18 @@ class SqlActionStore:
     def search(self, search: ActionSearch) -> list[ActionRecord]:
         return run_search(self._connection, search)
 
+    def worker_run_counts(self, action: str, since: float) -> dict[tuple[str, str], int]:
+        query = (
+            select(actions.c.worker, actions.c.run_id, func.count())
+            .where(actions.c.action == action, actions.c.time >= since)
+            .group_by(actions.c.worker, actions.c.run_id)
+        )
+        return {
+            (str(worker), str(run_id)): int(count)
+            for worker, run_id, count in self._connection.execute(query)
+            if worker and run_id
+        }
+
     def count(self, search: ActionSearch, cap: int) -> int:
         if has_checks(search.where):
             raise ValueError("a search with checks cannot be counted in SQL")

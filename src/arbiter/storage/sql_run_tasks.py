@@ -27,8 +27,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from arbiter.storage import prepared
-from arbiter.storage.base import TaskLight, TaskOrder, TaskWorker, WorkerTotals
-from arbiter.storage.schema import tasks
+from arbiter.storage.base import MachineRunTotals, TaskLight, TaskOrder, TaskWorker, WorkerTotals
+from arbiter.storage.schema import runs, tasks
 
 
 def _good(run_id: str | BindParameter[str]) -> ColumnElement[bool]:
@@ -220,3 +220,46 @@ def worker_totals(connection: Connection, run_id: str) -> WorkerTotals:
 def runs_with_tasks(connection: Connection, at_least: int) -> list[str]:
     query = select(tasks.c.run_id).group_by(tasks.c.run_id).having(func.count() >= at_least)
     return list(connection.scalars(query))
+
+
+def machine_run_totals(connection: Connection, run_ids: Sequence[str]) -> list[MachineRunTotals]:
+    """Per (machine, run), every task summed, with the run's author: the health
+    record (domain/health.py). Through the tasks' primary key, a run at a time."""
+    pair = [func.sum(tasks.c.pentanomial[index].as_integer()) for index in range(5)]
+    query = (
+        select(
+            tasks.c.worker_name,
+            tasks.c.run_id,
+            runs.c.username,
+            func.count(),
+            func.sum(tasks.c.wins + tasks.c.losses + tasks.c.draws),
+            func.sum(tasks.c.crashes),
+            func.sum(tasks.c.time_losses),
+            *pair,
+        )
+        .join(runs, runs.c.id == tasks.c.run_id)
+        .where(tasks.c.run_id.in_(list(run_ids)))
+        .group_by(tasks.c.worker_name, tasks.c.run_id, runs.c.username)
+    )
+    found = []
+    for row in connection.execute(query):
+        name, run_id, author, count, games, crashes, time_losses, *penta = row
+        found.append(
+            MachineRunTotals(
+                name,
+                run_id,
+                author,
+                int(count),
+                int(games or 0),
+                int(crashes or 0),
+                int(time_losses or 0),
+                (
+                    int(penta[0] or 0),
+                    int(penta[1] or 0),
+                    int(penta[2] or 0),
+                    int(penta[3] or 0),
+                    int(penta[4] or 0),
+                ),
+            )
+        )
+    return found

@@ -23,6 +23,7 @@ from arbiter.storage.base import (
     DAY_SECONDS,
     FinishedRunFilter,
     FinishedSlice,
+    MachineRunTotals,
     RunCost,
     TaskContribution,
     TaskLight,
@@ -128,6 +129,23 @@ def _with_pentanomial_tuple(row: Row[Any]) -> dict[str, Any]:
 class SqlRunStore:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
+
+    def updated_since(self, since: float, limit: int) -> list[str]:
+        # Live runs and finished ones, each through its (finished, last_updated) index.
+        found: list[tuple[float, str]] = []
+        for finished in (False, True):
+            query = (
+                select(runs.c.last_updated, runs.c.id)
+                .where(
+                    runs.c.finished.is_(finished),
+                    runs.c.deleted.is_(False),
+                    runs.c.last_updated >= since,
+                )
+                .order_by(runs.c.last_updated.desc())
+                .limit(limit)
+            )
+            found.extend((float(at), str(run_id)) for at, run_id in self._connection.execute(query))
+        return [run_id for _, run_id in sorted(found, reverse=True)[:limit]]
 
     def add(self, run: RunRecord) -> None:
         self._connection.execute(_INSERT_RUN, _values(run))
@@ -287,6 +305,9 @@ class SqlTaskStore:
             select(tasks).where(tasks.c.active.is_(True)).order_by(tasks.c.run_id, tasks.c.task_id)
         )
         return [_task(row) for row in self._connection.execute(query)]
+
+    def machine_run_totals(self, run_ids: Sequence[str]) -> list[MachineRunTotals]:
+        return sql_run_tasks.machine_run_totals(self._connection, run_ids)
 
     def machine_seen(self, worker_names: Sequence[str]) -> bool:
         query = select(tasks.c.task_id).where(tasks.c.worker_name.in_(worker_names)).limit(1)

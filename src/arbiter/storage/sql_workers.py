@@ -1,9 +1,11 @@
-"""Blocked workers (by short worker name) on SQL."""
+"""Blocked and quarantined workers (by short worker name) on SQL."""
+
+from dataclasses import asdict
 
 from sqlalchemy import Connection, select
 
-from arbiter.storage.records import WorkerBlockRecord
-from arbiter.storage.schema import workers
+from arbiter.storage.records import QuarantineRecord, WorkerBlockRecord
+from arbiter.storage.schema import machine_quarantine, workers
 from arbiter.storage.sql_common import upsert
 
 MAX_MESSAGE = 500  # the column's size, as in the reference
@@ -25,3 +27,30 @@ class SqlWorkerBlockStore:
     def list_blocked(self) -> list[WorkerBlockRecord]:
         query = select(workers).where(workers.c.blocked.is_(True)).order_by(workers.c.worker_name)
         return [WorkerBlockRecord(**row._mapping) for row in self._connection.execute(query)]
+
+
+class SqlQuarantineStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def get(self, worker_name: str) -> QuarantineRecord | None:
+        query = select(machine_quarantine).where(machine_quarantine.c.worker_name == worker_name)
+        row = self._connection.execute(query).one_or_none()
+        return None if row is None else QuarantineRecord(**row._mapping)
+
+    def put(self, record: QuarantineRecord) -> None:
+        values = asdict(record)
+        key = {"worker_name": values.pop("worker_name")}
+        upsert(self._connection, machine_quarantine, key, values)
+
+    def active(self) -> list[QuarantineRecord]:
+        query = (
+            select(machine_quarantine)
+            .where(machine_quarantine.c.active.is_(True))
+            .order_by(machine_quarantine.c.since.desc())
+        )
+        return [QuarantineRecord(**row._mapping) for row in self._connection.execute(query)]
+
+    def all(self) -> list[QuarantineRecord]:
+        query = select(machine_quarantine).order_by(machine_quarantine.c.since.desc())
+        return [QuarantineRecord(**row._mapping) for row in self._connection.execute(query)]

@@ -19,6 +19,16 @@ def scavenge_dead_tasks(context: RunContext) -> int:
     )
 
 
+def take_back_task_of(context: RunContext, short_name: str, message: str) -> int:
+    """Deactivate the machine's active task, if it has one (its games go back to
+    the run, as a failed task's do); how many (0 or 1)."""
+    found = context.registry.active_task_of(short_name)
+    if found is None:
+        return 0
+    run_id, task_id = found
+    return int(deactivate(context, run_id, task_id, message, action="failed_task"))
+
+
 def refresh_rates(context: RunContext) -> int:
     """Recompute itp, nps and games per minute of every live run; commits the
     runs whose values changed and returns how many."""

@@ -13,7 +13,11 @@ from arbiter.domain.runs.code_args import CodeSource, local_code_source
 from arbiter.domain.runs.contributors import Contributors
 from arbiter.domain.runs.ingest import ResultIngest
 from arbiter.domain.runs.lifecycle import RunLifecycle, restore
-from arbiter.domain.runs.maintenance import refresh_rates, scavenge_dead_tasks
+from arbiter.domain.runs.maintenance import (
+    refresh_rates,
+    scavenge_dead_tasks,
+    take_back_task_of,
+)
 from arbiter.domain.runs.queries import RunQueries
 from arbiter.domain.runs.registry import Registry, RunContext
 from arbiter.domain.runs.scheduler import TaskScheduler
@@ -84,6 +88,9 @@ class Runs:
 
     def refresh_rates(self) -> int:
         return refresh_rates(self.context)
+
+    def take_back_task_of(self, short_name: str, message: str) -> int:
+        return take_back_task_of(self.context, short_name, message)
 
     def cpu_hours(self, username: str) -> float:
         """CPU hours this user's workers gave: games × threads × game length."""

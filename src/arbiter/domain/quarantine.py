@@ -1,0 +1,208 @@
+"""Quarantine: the health rule (domain/health.py) applied to the fleet, and what
+follows from it.
+
+`MachineHealth.check` runs on the primary as a job: it reads each machine's
+record on the runs changed within `window_days` (the tasks' totals and the
+tasks taken back from it after it went silent), applies the rule, and for
+each newly convicted machine writes its quarantine with the evidence, a
+`quarantine_worker` action (the event log, so approvers see it), and takes its
+open task back. The scheduler then refuses the machine, as it refuses a
+blocked one, with a message that says why and where to look.
+
+An approver releases a machine (its evidence is then set aside: those runs
+never count against it again) or blocks it. Quarantine never purges results
+by itself. Everything here reads and writes the database: the threadpool or
+the job executor.
+"""
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+
+from arbiter.domain import actions
+from arbiter.domain.accounts import User
+from arbiter.domain.actions import SYSTEM_USER
+from arbiter.domain.errors import NotFound, PermissionDenied
+from arbiter.domain.health import (
+    Finding,
+    HealthRules,
+    MachineRun,
+    machine_findings,
+    verdicts,
+)
+from arbiter.storage import Storage, Tx
+from arbiter.storage.base import MachineRunTotals, NewAction
+from arbiter.storage.records import QuarantineRecord
+
+DAY = 86400.0
+WINDOW_DAYS = 14  # runs changed within this many days give evidence
+MAX_RUNS = 1000  # the most recent of them, at most
+
+
+@dataclass(frozen=True, slots=True)
+class Conviction:
+    worker_name: str
+    evidence: list[Finding]
+
+    def summary(self) -> str:
+        kinds = sorted({finding.kind for finding in self.evidence})
+        runs = len({finding.run_id for finding in self.evidence})
+        return f"{', '.join(kinds)} on {runs} runs"
+
+
+class MachineHealth:
+    def __init__(
+        self,
+        storage: Storage,
+        take_back: Callable[[str, str], int],
+        changed: Callable[[], None],
+        *,
+        rules: HealthRules | None = None,
+        window_days: float = WINDOW_DAYS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`take_back(machine, message)` deactivates its open task;
+        `changed()` tells the scheduler's view of refused machines to reload."""
+        self._storage = storage
+        self._take_back = take_back
+        self._changed = changed
+        self._rules = rules or HealthRules()
+        self._window = window_days * DAY
+        self._clock = clock
+
+    def check(self) -> list[str]:
+        """Quarantine the machines the rule convicts now; their names. [job executor]"""
+        now = self._clock()
+        with self._storage.read() as tx:
+            run_ids = tx.runs.updated_since(now - self._window, MAX_RUNS)
+            totals = tx.tasks.machine_run_totals(run_ids)
+            silent = _silent_counts(tx.actions.worker_run_counts("dead_task", now - self._window))
+            known = {record.worker_name: record for record in tx.quarantine.all()}
+        findings = [
+            (name, finding)
+            for name, finding in machine_findings(_by_run(totals, silent), self._rules)
+            if finding.run_id not in _dismissed(known.get(name))
+        ]
+        convicted = [
+            Conviction(name, evidence)
+            for name, evidence in verdicts(findings, self._rules).items()
+            if not (name in known and known[name].active)
+        ]
+        for conviction in convicted:
+            self._quarantine(conviction, known.get(conviction.worker_name), now)
+        if convicted:
+            self._changed()
+        return [conviction.worker_name for conviction in convicted]
+
+    def _quarantine(
+        self, conviction: Conviction, before: QuarantineRecord | None, now: float
+    ) -> None:
+        evidence = [asdict(finding) for finding in conviction.evidence]
+        record = QuarantineRecord(
+            conviction.worker_name,
+            True,
+            now,
+            evidence,
+            before.dismissed if before else [],
+        )
+        message = f"quarantined: {conviction.summary()}"
+        with self._storage.write() as tx:
+            tx.quarantine.put(record)
+            actions.record(
+                tx,
+                NewAction(
+                    time=now,
+                    action="quarantine_worker",
+                    username=SYSTEM_USER,
+                    worker=conviction.worker_name,
+                    message=message,
+                ),
+            )
+        self._take_back(conviction.worker_name, message)
+
+    def release(self, approver: User, worker_name: str) -> None:
+        """Lift the quarantine; its evidence never counts against the machine again."""
+        if not approver.is_approver:
+            raise PermissionDenied("Only approvers may release a quarantined machine.")
+        now = self._clock()
+        with self._storage.write() as tx:
+            record = tx.quarantine.get(worker_name)
+            if record is None or not record.active:
+                raise NotFound(f"{worker_name} is not quarantined.")
+            dismissed = sorted({*record.dismissed, *(f["run_id"] for f in record.evidence)})
+            released = replace(
+                record,
+                active=False,
+                dismissed=dismissed,
+                released_by=approver.username,
+                released_at=now,
+            )
+            tx.quarantine.put(released)
+            actions.record(
+                tx,
+                NewAction(
+                    time=now,
+                    action="quarantine_worker",
+                    username=approver.username,
+                    worker=worker_name,
+                    message="released",
+                ),
+            )
+        self._changed()
+
+    def queue(self) -> list[QuarantineRecord]:
+        """The quarantines in force, newest first, with their evidence."""
+        with self._storage.read() as tx:
+            return tx.quarantine.active()
+
+    def record_of(self, worker_name: str) -> QuarantineRecord | None:
+        with self._storage.read() as tx:
+            return tx.quarantine.get(worker_name)
+
+
+def quarantined_messages(tx: Tx) -> dict[str, str]:
+    """What the scheduler tells each quarantined machine, by name."""
+    return {
+        record.worker_name: (
+            "quarantined by the health check "
+            f"({', '.join(sorted({str(f['kind']) for f in record.evidence}))} on "
+            f"{len({f['run_id'] for f in record.evidence})} runs); an approver may release it"
+        )
+        for record in tx.quarantine.active()
+    }
+
+
+def _dismissed(record: QuarantineRecord | None) -> set[str]:
+    return set(record.dismissed) if record else set()
+
+
+def _silent_counts(by_worker: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    """Silent tasks by (short machine name, run): the log names the long name."""
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for (worker, run_id), count in by_worker.items():
+        counts["-".join(worker.split("-")[:3]), run_id] += count
+    return counts
+
+
+def _by_run(
+    totals: Sequence[MachineRunTotals], silent: dict[tuple[str, str], int]
+) -> dict[str, list[MachineRun]]:
+    runs: dict[str, list[MachineRun]] = defaultdict(list)
+    for t in totals:
+        ll, ld, dd, wd, ww = t.pentanomial
+        rows = (float(ww + wd), float(ll + ld), float(dd))
+        runs[t.run_id].append(
+            MachineRun(
+                t.worker_name,
+                t.run_id,
+                t.author,
+                t.games,
+                t.crashes,
+                t.time_losses,
+                rows,
+                t.tasks,
+                silent.get((t.worker_name, t.run_id), 0),
+            )
+        )
+    return runs
