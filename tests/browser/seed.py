@@ -14,7 +14,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage, Tx
 from arbiter.storage.base import NewUser
 from arbiter.storage.engine import make_engine, sqlite_url
-from arbiter.storage.records import evolve
+from arbiter.storage.records import QuarantineRecord, evolve
 from tests.domain.runs.support import submit
 from tests.web.live_server import create_user
 
@@ -31,6 +31,18 @@ BUSY_DIFF = (
     "+int margin = 120;\n"
 )
 BUSY_DIFF_COMMAND = "git diff 1111111111..2222222222"
+
+
+QUARANTINED = QuarantineRecord(
+    "alice-8cores-0badbad0",
+    True,
+    time.time() - 3600,
+    [
+        {"run_id": f"{n:024x}", "author": author, "kind": "crashes", "detail": "12 crashes"}
+        for n, author in ((1, "carol"), (2, "carol"), (3, "dave"))
+    ],
+    [],
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,7 @@ def seed(data_dir: Path, repo_url: str) -> Seeded:
                     is_approver=False,
                 )
             )
+            tx.quarantine.put(QUARANTINED)
         return _runs(storage, repo_url)
     finally:
         engine.dispose()

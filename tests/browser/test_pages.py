@@ -17,6 +17,7 @@ from tests.browser.seed import (
     BUSY_DIFF_COMMAND,
     PENDING_WARNING,
     PLAIN_FINISHED,
+    QUARANTINED,
     Seeded,
     seed,
 )
@@ -482,6 +483,19 @@ def test_the_tools_at_each_width(
         "data-live-src", re.compile(r"spsa_view=values&spsa_smooth=3")
     )
     no_sideways_scroll(page)
+
+    # Quarantined machines: the queue with the evidence; an approver releases one.
+    page.goto(f"{server.url}/workers")
+    bad = page.locator(f"#quarantine-{QUARANTINED.worker_name}")
+    expect(bad.locator(".evidence li")).to_have_count(3)
+    expect(bad.locator(".evidence li").first).to_contain_text("by carol: crashes, 12 crashes")
+    no_sideways_scroll(page)
+    page.once("dialog", lambda dialog: dialog.accept())
+    bad.locator("button", has_text="Release").click()
+    expect(page.locator(".flash")).to_contain_text("released from quarantine")
+    expect(page.locator("#worker-health")).to_contain_text("Released by root")
+    page.goto(f"{server.url}/workers")
+    expect(page.locator("#quarantined")).to_contain_text("No machine is quarantined.")
 
     # Every page of the site fits the screen: nothing scrolls the page sideways.
     for path in (

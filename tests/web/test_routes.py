@@ -74,6 +74,7 @@ EXPECTED = {
     ("/workers", "GET"),
     ("/workers/{worker_name}", "GET"),
     ("/workers/{worker_name}", "POST"),
+    ("/workers/{worker_name}/release", "POST"),
     ("/sprt_calc", "GET"),
     ("/login", "GET"),
     ("/login", "POST"),

@@ -5,6 +5,7 @@ import re
 
 from starlette.testclient import TestClient
 
+from arbiter.storage.records import QuarantineRecord
 from arbiter.web.ui.fleet import action_filter
 from tests.web.runs_support import play, submit, users
 from tests.web.support import csrf_of, log_in, state
@@ -195,3 +196,26 @@ def test_the_site_has_an_icon_where_browsers_look(client: TestClient) -> None:
     assert icon.status_code == 200
     assert icon.headers["content-type"] == "image/svg+xml"
     assert icon.content.startswith(b"<svg")
+
+
+def test_quarantined_machines_are_listed_and_only_approvers_release_them(
+    client: TestClient,
+) -> None:
+    users(client)
+    name = "alice-8cores-0badbad0"
+    finding = {"run_id": "0" * 24, "author": "carol", "kind": "crashes", "detail": "12 crashes"}
+    with state(client).storage.write() as tx:
+        tx.quarantine.put(QuarantineRecord(name, True, 1.0, [finding] * 3, []))
+    listing = client.get("/workers").text
+    assert f'id="quarantine-{name}"' in listing
+    assert ">Release</button>" not in listing  # anonymous
+    assert "Quarantined</strong> by the health check" in client.get(f"/workers/{name}").text
+    log_in(client, "alice")
+    form = {"csrf_token": csrf_of(client, "/workers")}
+    assert client.post(f"/workers/{name}/release", data=form).status_code == 403
+    log_in(client, "root")
+    form = {"csrf_token": csrf_of(client, "/workers")}
+    reply = client.post(f"/workers/{name}/release", data=form)
+    assert reply.status_code == 200
+    assert f"{name} released from quarantine." in reply.text
+    assert "No machine is quarantined." in client.get("/workers").text

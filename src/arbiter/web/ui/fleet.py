@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -217,7 +218,28 @@ def _blocks(request: Request) -> WorkerBlocks:
 
 async def blocked_workers(request: Request) -> Response:
     found = await run_in_threadpool(_blocks(request).blocked)
-    return await render(request, "workers.html", {"blocked": found})
+    health = app_state(request).health
+    quarantined = await run_in_threadpool(health.queue) if health is not None else []
+    user = current_user(request)
+    context = {
+        "blocked": found,
+        "quarantined": quarantined,
+        "may_release": user is not None and user.is_approver,
+    }
+    return await render(request, "workers.html", context)
+
+
+async def release_worker(request: Request) -> Response:
+    """An approver lifts a machine's quarantine (its evidence set aside)."""
+    user = require_user(request)
+    await read_form(request)  # the CSRF token is checked with the form
+    name = str(request.path_params["worker_name"])
+    health = app_state(request).health
+    if health is None:
+        raise HTTPException(404, "This server checks no machine's health.")
+    await run_in_threadpool(health.release, user, name)
+    session_of(request).flash(f"{name} released from quarantine.")
+    return redirect(f"/workers/{name}")
 
 
 def is_machine(worker_name: str, short_name: str) -> bool:
@@ -234,8 +256,13 @@ async def _worker_page(request: Request, extra: dict[str, Any], status: int = 20
     name = str(request.path_params["worker_name"])
     found = await run_in_threadpool(_blocks(request).status, name)
     machines = await run_in_threadpool(app_state(request).runs.queries.machines)
+    health = app_state(request).health
+    quarantine = await run_in_threadpool(health.record_of, name) if health is not None else None
+    user = current_user(request)
     context = {
         "worker": found,
+        "quarantine": quarantine,
+        "may_release": user is not None and user.is_approver,
         "playing": [m for m in machines if is_machine(m.task.worker_name, name)],
         "may_change": may_change(current_user(request), name),
         "errors": {},
