@@ -12,8 +12,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from arbiter.protocol import WORKER_PATHS
+from arbiter.protocol.workers import short_worker_name
 from arbiter.runtime.settings import OVERLOAD_LAG_MS
 from arbiter.storage import StorageUnavailable
+from arbiter.storage.records import QuarantineRecord
 from arbiter.web.overload import LAG_LIMIT, NEVER_SHED
 from tests.web.api_support import api_client, api_settings, api_with_users, worker_body
 from tests.web.official_replies import Outcome, outcome
@@ -108,3 +110,17 @@ def test_the_database_away_is_retried(client: TestClient, monkeypatch: pytest.Mo
 
 def test_final_refusals_stay_final(client: TestClient) -> None:
     assert call(client, "/api/update_task")[1] is Outcome.FINAL  # no such task
+
+
+def test_a_quarantined_machine_waits_for_its_release(client: TestClient) -> None:
+    """The official worker, refused for a quarantine, waits and asks again: an
+    approver's release puts it back to work without anyone touching it."""
+    info = worker_body()["worker_info"]
+    name = short_worker_name(info["username"], info["concurrency"], info["unique_key"])
+    finding = {"run_id": "0" * 24, "author": "carol", "kind": "crashes", "detail": "12 crashes"}
+    with state(client).storage.write() as tx:
+        tx.quarantine.put(QuarantineRecord(name, True, 1.0, [finding] * 3, []))
+    state(client).runs.blocked_machines.forget()
+    reply = client.post("/api/request_task", json=worker_body())
+    assert "quarantined by the health check (crashes on 1 run)" in reply.json()["error"]
+    assert outcome("/api/request_task", reply.content) is Outcome.RETRIED

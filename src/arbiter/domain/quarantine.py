@@ -47,8 +47,7 @@ class Conviction:
 
     def summary(self) -> str:
         kinds = sorted({finding.kind for finding in self.evidence})
-        runs = len({finding.run_id for finding in self.evidence})
-        return f"{', '.join(kinds)} on {runs} runs"
+        return f"{', '.join(kinds)} on {_runs({finding.run_id for finding in self.evidence})}"
 
 
 class MachineHealth:
@@ -167,10 +166,14 @@ def quarantined_messages(tx: Tx) -> dict[str, str]:
         record.worker_name: (
             "quarantined by the health check "
             f"({', '.join(sorted({str(f['kind']) for f in record.evidence}))} on "
-            f"{len({f['run_id'] for f in record.evidence})} runs); an approver may release it"
+            f"{_runs({f['run_id'] for f in record.evidence})}); an approver may release it"
         )
         for record in tx.quarantine.active()
     }
+
+
+def _runs(run_ids: set[str]) -> str:
+    return f"{len(run_ids)} run{'s' if len(run_ids) != 1 else ''}"
 
 
 def _dismissed(record: QuarantineRecord | None) -> set[str]:
