@@ -108,16 +108,7 @@ class MachineHealth:
         message = f"quarantined: {conviction.summary()}"
         with self._storage.write() as tx:
             tx.quarantine.put(record)
-            actions.record(
-                tx,
-                NewAction(
-                    time=now,
-                    action="quarantine_worker",
-                    username=SYSTEM_USER,
-                    worker=conviction.worker_name,
-                    message=message,
-                ),
-            )
+            _log(tx, SYSTEM_USER, conviction.worker_name, message, now)
         self._take_back(conviction.worker_name, message)
 
     def release(self, approver: User, worker_name: str) -> None:
@@ -138,16 +129,7 @@ class MachineHealth:
                 released_at=now,
             )
             tx.quarantine.put(released)
-            actions.record(
-                tx,
-                NewAction(
-                    time=now,
-                    action="quarantine_worker",
-                    username=approver.username,
-                    worker=worker_name,
-                    message="released",
-                ),
-            )
+            _log(tx, approver.username, worker_name, "released", now)
         self._changed()
 
     def queue(self) -> list[QuarantineRecord]:
@@ -174,6 +156,14 @@ def quarantined_messages(tx: Tx) -> dict[str, str]:
 
 def _runs(run_ids: set[str]) -> str:
     return f"{len(run_ids)} run{'s' if len(run_ids) != 1 else ''}"
+
+
+def _log(tx: Tx, by: str, worker_name: str, message: str, now: float) -> None:
+    """A quarantine or a release, in the event log."""
+    entry = NewAction(
+        time=now, action="quarantine_worker", username=by, worker=worker_name, message=message
+    )
+    actions.record(tx, entry)
 
 
 def _dismissed(record: QuarantineRecord | None) -> set[str]:
