@@ -75,6 +75,7 @@ EXPECTED = {
     ("/workers/{worker_name}", "GET"),
     ("/workers/{worker_name}", "POST"),
     ("/workers/{worker_name}/release", "POST"),
+    ("/workers/{worker_name}/purge", "POST"),
     ("/sprt_calc", "GET"),
     ("/login", "GET"),
     ("/login", "POST"),

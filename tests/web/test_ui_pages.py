@@ -213,8 +213,12 @@ def test_quarantined_machines_are_listed_and_only_approvers_release_them(
     log_in(client, "alice")
     form = {"csrf_token": csrf_of(client, "/workers")}
     assert client.post(f"/workers/{name}/release", data=form).status_code == 403
+    assert client.post(f"/workers/{name}/purge", data=form).status_code == 403
     log_in(client, "root")
     form = {"csrf_token": csrf_of(client, "/workers")}
+    assert 'id="purge-machine"' in client.get(f"/workers/{name}").text
+    purged = client.post(f"/workers/{name}/purge", data=form)
+    assert f"Purged 0 task(s) of {name} from the runs still going." in purged.text
     reply = client.post(f"/workers/{name}/release", data=form)
     assert reply.status_code == 200
     assert f"{name} released from quarantine." in reply.text

@@ -102,6 +102,7 @@ def routes() -> list[BaseRoute]:
         Route("/workers/{worker_name}", fleet.worker, methods=["GET"]),
         Route("/workers/{worker_name}", fleet.set_worker_block, methods=["POST"]),
         Route("/workers/{worker_name}/release", fleet.release_worker, methods=["POST"]),
+        Route("/workers/{worker_name}/purge", fleet.purge_worker, methods=["POST"]),
         Route("/sprt_calc", tools.sprt_calc, methods=["GET"]),
         Route("/login", accounts.login_form, methods=["GET"]),
         Route("/login", accounts.login, methods=["POST"]),

@@ -173,6 +173,29 @@ def test_delete_hides_the_run(runs: Runs, alice: User, root: User, repo_url: str
     assert run_id not in runs.queries.active_runs()
 
 
+def test_an_approver_purges_one_machine_from_every_run_still_going(
+    runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
+) -> None:
+    """A quarantined machine's results leave the runs in one action."""
+    run_ids = [approved_run(runs, alice, root, repo_url, num_games=100000) for _ in range(2)]
+    suspect, honest = worker(key="0bad"), worker(key="0good")
+    for run_id in run_ids:
+        for info in (suspect, honest):
+            reply = take_task(runs, alice, info, addr=info.unique_key)
+            assert reply["run"]["_id"] in run_ids
+            runs.ingest.update_task(info, reply["run"]["_id"], reply["task_id"], pairs(dd=10))
+    name = "alice-4cores-0bad"
+    with pytest.raises(PermissionDenied):
+        runs.lifecycle.purge_machine(alice, name)
+    assert runs.lifecycle.purge_machine(root, name) == 2
+    with storage.read() as tx:
+        purged = [t for run_id in run_ids for t in tx.tasks.for_run(run_id) if t.bad]
+        totals = [tx.runs.get(run_id) for run_id in run_ids]
+    assert {t.worker_name for t in purged} == {name}
+    assert sum(run.draws for run in totals if run is not None) == 40  # the honest machine's
+    assert runs.lifecycle.purge_machine(root, name) == 0  # nothing left to purge
+
+
 def test_purge_removes_an_outlier_worker(
     runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
 ) -> None:

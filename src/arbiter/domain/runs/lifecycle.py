@@ -34,7 +34,12 @@ from arbiter.domain.runs.code_args import (
 )
 from arbiter.domain.runs.documents import build_args, new_run_id, new_run_record
 from arbiter.domain.runs.outcome import finish, is_undecided, run_action
-from arbiter.domain.runs.purging import auto_purge_action, auto_purges, purge_into
+from arbiter.domain.runs.purging import (
+    auto_purge_action,
+    auto_purges,
+    purge_into,
+    purge_machine_into,
+)
 from arbiter.domain.runs.registry import Change, RunContext, RunState
 from arbiter.domain.runs.totals import recompute
 from arbiter.storage.base import NewAction
@@ -203,6 +208,24 @@ class RunLifecycle:
                 message = f"purged {count} task(s)"
                 self._commit_reopening(state, change, user, "purge_run", message)
             return count
+
+    def purge_machine(self, user: User, worker_name: str) -> int:
+        """An approver takes one machine's results out of every run still going
+        (a quarantined machine's); how many tasks were purged."""
+        if not user.is_approver:
+            raise PermissionDenied("Only approvers may purge a machine's results.")
+        total = 0
+        for live in self._context.registry.states():
+            if not any(task.worker_name == worker_name for task in live.tasks):
+                continue
+            with self._any(live.run.id) as state:
+                change = Change(state.run)
+                count = purge_machine_into(state, change, worker_name)
+                if count:
+                    message = f"purged {count} task(s) of {worker_name}"
+                    self._commit_reopening(state, change, user, "purge_run", message)
+                total += count
+        return total
 
     def delete(self, user: User, run_id: str) -> None:
         with self._any(run_id) as state:

@@ -52,6 +52,22 @@ def purge_into(state: RunState, change: Change) -> int:
     return len(bad)
 
 
+def purge_machine_into(state: RunState, change: Change, worker_name: str) -> int:
+    """Fold the purge of every good task of one machine into `change` (an approver
+    purging a quarantined machine); how many. SPSA runs are never purged."""
+    if "spsa" in change.run.args:
+        return 0
+    current = [change.current(task) for task in state.tasks]
+    bad = [task for task in current if not task.bad and task.worker_name == worker_name]
+    if not bad:
+        return 0
+    change.purged.extend(bad_copies.copies(current, bad))
+    for task in bad:
+        change.save_task(task, purged(task))
+    change.run = history.record(rescore(change.run))
+    return len(bad)
+
+
 def auto_purges(run: RunRecord) -> bool:
     return bool(run.args.get("auto_purge")) and "spsa" not in run.args
 

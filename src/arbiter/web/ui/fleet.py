@@ -252,6 +252,17 @@ async def worker(request: Request) -> Response:
     return await _worker_page(request, {})
 
 
+async def purge_worker(request: Request) -> Response:
+    """An approver takes a machine's results out of every run still going."""
+    user = require_user(request)
+    await read_form(request)
+    name = str(request.path_params["worker_name"])
+    lifecycle = app_state(request).runs.lifecycle
+    count = await run_in_threadpool(lifecycle.purge_machine, user, name)
+    session_of(request).flash(f"Purged {count} task(s) of {name} from the runs still going.")
+    return redirect(f"/workers/{name}")
+
+
 async def _worker_page(request: Request, extra: dict[str, Any], status: int = 200) -> Response:
     name = str(request.path_params["worker_name"])
     found = await run_in_threadpool(_blocks(request).status, name)
