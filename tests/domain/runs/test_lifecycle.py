@@ -179,7 +179,7 @@ def test_an_approver_purges_one_machine_from_every_run_still_going(
     """A quarantined machine's results leave the runs in one action."""
     run_ids = [approved_run(runs, alice, root, repo_url, num_games=100000) for _ in range(2)]
     suspect, honest = worker(key="0bad"), worker(key="0good")
-    for run_id in run_ids:
+    for _ in run_ids:  # one task of each machine on each run
         for info in (suspect, honest):
             reply = take_task(runs, alice, info, addr=info.unique_key)
             assert reply["run"]["_id"] in run_ids
