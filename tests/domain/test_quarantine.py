@@ -136,3 +136,12 @@ def test_silent_tasks_come_from_the_event_log(storage: Storage) -> None:
                     task_record(run_id=run_id, task_id=task_id, active=False, worker_name=BAD)
                 )
     assert health(storage, []).check() == [BAD]
+
+
+def test_a_machines_health_over_time_is_its_latest_runs(storage: Storage) -> None:
+    seed(storage, RUNS)
+    history = health(storage, []).history(BAD, limit=2)
+    assert len(history) == 2
+    assert {h.author for h in history} <= {"carol", "dave"}
+    assert all((h.tasks, h.games, h.crashes) == (1, 500, 12) for h in history)
+    assert health(storage, []).history("nobody-8cores-00000000") == []

@@ -135,6 +135,7 @@ def test_contributors_and_machines(client: TestClient, repo_url: str) -> None:
     machine = client.get("/workers/alice-4cores-abcd").text
     assert "Playing now" in machine
     assert f"/tests/view/{run_id}" in machine
+    assert 'id="worker-history"' in machine  # its latest runs: its health over time
     assert "Not playing right now" in client.get("/workers/alice-4cores-abc").text
 
 
@@ -209,7 +210,9 @@ def test_quarantined_machines_are_listed_and_only_approvers_release_them(
     listing = client.get("/workers").text
     assert f'id="quarantine-{name}"' in listing
     assert ">Release</button>" not in listing  # anonymous
-    assert "Quarantined</strong> by the health check" in client.get(f"/workers/{name}").text
+    page = client.get(f"/workers/{name}").text
+    assert "Quarantined</strong> by the health check" in page
+    assert 'id="worker-history"' not in page  # it played nothing here
     log_in(client, "alice")
     form = {"csrf_token": csrf_of(client, "/workers")}
     assert client.post(f"/workers/{name}/release", data=form).status_code == 403

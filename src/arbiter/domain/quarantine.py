@@ -38,6 +38,7 @@ from arbiter.storage.records import QuarantineRecord
 DAY = 86400.0
 WINDOW_DAYS = 14  # runs changed within this many days give evidence
 MAX_RUNS = 1000  # the most recent of them, at most
+HISTORY_RUNS = 20  # runs a machine's page shows
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,11 @@ class MachineHealth:
     def record_of(self, worker_name: str) -> QuarantineRecord | None:
         with self._storage.read() as tx:
             return tx.quarantine.get(worker_name)
+
+    def history(self, worker_name: str, limit: int = HISTORY_RUNS) -> list[MachineRunTotals]:
+        """The machine's latest runs, its tasks on each summed: its health over time."""
+        with self._storage.read() as tx:
+            return tx.tasks.machine_history(worker_name, limit)
 
 
 def quarantined_messages(tx: Tx) -> dict[str, str]:

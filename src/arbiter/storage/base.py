@@ -204,6 +204,7 @@ class MachineRunTotals:
     crashes: int
     time_losses: int
     pentanomial: tuple[int, int, int, int, int]
+    last_updated: float = 0.0  # of its newest task there
 
 
 class WorkerBlockStore(Protocol):
@@ -398,6 +399,10 @@ class TaskStore(Protocol):
 
     def machine_run_totals(self, run_ids: Sequence[str]) -> list[MachineRunTotals]:
         """Each machine's tasks on each of these runs, summed, with the run's author."""
+        ...
+
+    def machine_history(self, worker_name: str, limit: int) -> list[MachineRunTotals]:
+        """One machine's runs, its tasks on each summed, the latest first (at most `limit`)."""
         ...
 
     def machine_seen(self, worker_names: Sequence[str]) -> bool:

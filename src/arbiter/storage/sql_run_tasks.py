@@ -224,7 +224,17 @@ def runs_with_tasks(connection: Connection, at_least: int) -> list[str]:
 
 def machine_run_totals(connection: Connection, run_ids: Sequence[str]) -> list[MachineRunTotals]:
     """Per (machine, run), every task summed, with the run's author: the health
-    record (domain/health.py). Through the tasks' primary key, a run at a time."""
+    record (domain/health.py)."""
+    return _machine_runs(connection, tasks.c.run_id.in_(list(run_ids)))
+
+
+def machine_history(connection: Connection, worker_name: str, limit: int) -> list[MachineRunTotals]:
+    """One machine's runs (through the worker_name index), newest task first."""
+    found = _machine_runs(connection, tasks.c.worker_name == worker_name)
+    return sorted(found, key=lambda totals: -totals.last_updated)[:limit]
+
+
+def _machine_runs(connection: Connection, where: ColumnElement[bool]) -> list[MachineRunTotals]:
     pair = [func.sum(tasks.c.pentanomial[index].as_integer()) for index in range(5)]
     query = (
         select(
@@ -235,15 +245,17 @@ def machine_run_totals(connection: Connection, run_ids: Sequence[str]) -> list[M
             func.sum(tasks.c.wins + tasks.c.losses + tasks.c.draws),
             func.sum(tasks.c.crashes),
             func.sum(tasks.c.time_losses),
+            func.max(tasks.c.last_updated),
             *pair,
         )
         .join(runs, runs.c.id == tasks.c.run_id)
-        .where(tasks.c.run_id.in_(list(run_ids)))
+        .where(where)
         .group_by(tasks.c.worker_name, tasks.c.run_id, runs.c.username)
     )
     found = []
     for row in connection.execute(query):
-        name, run_id, author, count, games, crashes, time_losses, *penta = row
+        name, run_id, author, count, games, crashes, time_losses, last, *penta = row
+        ll, ld, dd, wd, ww = (int(value or 0) for value in penta)
         found.append(
             MachineRunTotals(
                 name,
@@ -253,13 +265,8 @@ def machine_run_totals(connection: Connection, run_ids: Sequence[str]) -> list[M
                 int(games or 0),
                 int(crashes or 0),
                 int(time_losses or 0),
-                (
-                    int(penta[0] or 0),
-                    int(penta[1] or 0),
-                    int(penta[2] or 0),
-                    int(penta[3] or 0),
-                    int(penta[4] or 0),
-                ),
+                (ll, ld, dd, wd, ww),
+                float(last or 0.0),
             )
         )
     return found

@@ -309,6 +309,9 @@ class SqlTaskStore:
     def machine_run_totals(self, run_ids: Sequence[str]) -> list[MachineRunTotals]:
         return sql_run_tasks.machine_run_totals(self._connection, run_ids)
 
+    def machine_history(self, worker_name: str, limit: int) -> list[MachineRunTotals]:
+        return sql_run_tasks.machine_history(self._connection, worker_name, limit)
+
     def machine_seen(self, worker_names: Sequence[str]) -> bool:
         query = select(tasks.c.task_id).where(tasks.c.worker_name.in_(worker_names)).limit(1)
         return self._connection.execute(query).first() is not None

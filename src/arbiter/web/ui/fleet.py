@@ -269,10 +269,12 @@ async def _worker_page(request: Request, extra: dict[str, Any], status: int = 20
     machines = await run_in_threadpool(app_state(request).runs.queries.machines)
     health = app_state(request).health
     quarantine = await run_in_threadpool(health.record_of, name) if health is not None else None
+    history = await run_in_threadpool(health.history, found.name) if health is not None else []
     user = current_user(request)
     context = {
         "worker": found,
         "quarantine": quarantine,
+        "history": history,
         "may_release": user is not None and user.is_approver,
         "playing": [m for m in machines if is_machine(m.task.worker_name, name)],
         "may_change": may_change(current_user(request), name),
