@@ -531,6 +531,10 @@ def test_the_tools_at_each_width(
     page.goto(f"{server.url}/machines")
     version = str(modified.info["version"])
     expect(page.locator("table.machines td", has_text=f"{version}*")).to_have_count(1)
+    # ... and its page shows its latest runs: its health over time.
+    page.goto(f"{server.url}/workers/alice-4cores-abcd")
+    expect(page.locator("#worker-history tbody tr")).to_have_count(1)
+    no_sideways_scroll(page)
 
     # Signing up: the browser proves its work while the form is filled, and a
     # form sent before it is done goes once the proof is ready.
