@@ -213,7 +213,8 @@ def test_quarantined_machines_are_listed_and_only_approvers_release_them(
     page = client.get(f"/workers/{name}").text
     assert "Quarantined</strong> by the health check" in page
     assert 'id="worker-history"' not in page  # it played nothing here
-    log_in(client, "alice")
+    log_in(client, "alice")  # its owner is told on the profile
+    assert f'<a href="/workers/{name}">{name}</a>' in client.get("/user").text
     form = {"csrf_token": csrf_of(client, "/workers")}
     assert client.post(f"/workers/{name}/release", data=form).status_code == 403
     assert client.post(f"/workers/{name}/purge", data=form).status_code == 403

@@ -31,6 +31,7 @@ from arbiter.domain.health import (
     machine_findings,
     verdicts,
 )
+from arbiter.domain.profile_fields import same_username
 from arbiter.storage import Storage, Tx
 from arbiter.storage.base import MachineRunTotals, NewAction
 from arbiter.storage.records import QuarantineRecord
@@ -138,6 +139,11 @@ class MachineHealth:
         with self._storage.read() as tx:
             return tx.quarantine.active()
 
+    def of_owner(self, username: str) -> list[QuarantineRecord]:
+        """The quarantines in force of this account's machines (its health, as
+        its owner sees it on the profile)."""
+        return [r for r in self.queue() if same_username(owner_of(r.worker_name), username)]
+
     def record_of(self, worker_name: str) -> QuarantineRecord | None:
         with self._storage.read() as tx:
             return tx.quarantine.get(worker_name)
@@ -162,6 +168,10 @@ def quarantined_messages(tx: Tx) -> dict[str, str]:
 
 def _runs(run_ids: set[str]) -> str:
     return f"{len(run_ids)} run{'s' if len(run_ids) != 1 else ''}"
+
+
+def owner_of(worker_name: str) -> str:
+    return worker_name.split("-", 1)[0]
 
 
 def _log(tx: Tx, by: str, worker_name: str, message: str, now: float) -> None:

@@ -130,17 +130,20 @@ async def profile(request: Request) -> Response:
 async def _profile_page(request: Request, extra: dict[str, Any], status: int = 200) -> Response:
     user = require_user(request)
     state = app_state(request)
-    tokens, hooks, table = await run_in_threadpool(
+    health = state.health
+    tokens, hooks, table, quarantined = await run_in_threadpool(
         lambda: (
             state.accounts.list_tokens(user.username),
             state.webhooks.of_user(user.username),
             state.runs.contributors.table(),  # cached: a few hundred rows
+            health.of_owner(user.username) if health is not None else [],
         )
     )
     context = {
         "profile": user,
         "contribution": next((c for c in table if c.username == user.username), None),
         "tokens": tokens,
+        "quarantined": quarantined,
         "errors": {},
         "new_token": None,
         "hooks": hooks,
