@@ -92,8 +92,6 @@ class MachineHealth:
         ]
         for conviction in convicted:
             self._quarantine(conviction, known.get(conviction.worker_name), now)
-        if convicted:
-            self._changed()
         return [conviction.worker_name for conviction in convicted]
 
     def _quarantine(
@@ -111,6 +109,7 @@ class MachineHealth:
         with self._storage.write() as tx:
             tx.quarantine.put(record)
             _log(tx, SYSTEM_USER, conviction.worker_name, message, now)
+        self._changed()  # refused from now on: the task taken back is its last
         self._take_back(conviction.worker_name, message)
 
     def release(self, approver: User, worker_name: str) -> None:
