@@ -99,7 +99,6 @@ def test_a_primary_runs_the_job_table_until_shutdown(settings: Settings) -> None
             "check_catalogue_fetchable",
             "flush_download_counts",
             "deliver_webhooks",
-            "remove_stale_signups",  # ARBITER_SIGNUP_EXPIRY_DAYS: 30 by default
             "check_machine_health",
         }
         assert scheduler.run_now("purge_expired_sessions").result(timeout=30).last_error is None

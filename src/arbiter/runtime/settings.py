@@ -143,9 +143,10 @@ class Settings:
     webhook_allow_private: bool = False
     # Upkeep (jobs/table.py): task PGNs are deleted this many days after their
     # upload (0: kept forever), and signups no approver accepted within this
-    # many days are removed, with a reject_user action (0: kept).
+    # many days are removed, with a reject_user action (0: kept). Both are off
+    # until the operator asks: an imported Fishtest history holds years of both.
     pgn_retention_days: int = 0
-    signup_expiry_days: int = 30
+    signup_expiry_days: int = 0
     # Machine health (domain/health.py, domain/quarantine.py): a machine is
     # quarantined on evidence from this many runs of this many authors, among
     # the runs changed within the window; 0 runs: no quarantine.
