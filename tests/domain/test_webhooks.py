@@ -248,9 +248,19 @@ def test_a_slow_receiver_holds_up_only_its_owners_deliveries(
         runs.lifecycle.approve(root, submit(runs, alice, repo_url))  # alice's goes first
         runs.lifecycle.approve(root, submit(runs, bob, repo_url))
         delivered: list[int] = []
-        passing = threading.Thread(target=lambda: delivered.append(hooks.run()))
+        failed: list[BaseException] = []
+
+        def one_pass() -> None:
+            try:
+                delivered.append(hooks.run())
+            except BaseException as error:  # reported by the test, not lost in the thread
+                failed.append(error)
+                raise
+
+        passing = threading.Thread(target=one_pass)
         passing.start()
-        wait_for(lambda: bool(sink.requests))
+        wait_for(lambda: bool(sink.requests) or bool(failed))
+        assert failed == []
         assert slow.cut_at == []  # alice's connection is still open
     passing.join(30)  # the receiver closed: alice's attempt ends now
     assert delivered == [1]

@@ -20,7 +20,14 @@ from arbiter.domain.workers import WorkerBlocks, may_change
 from arbiter.web.api import app_state
 from arbiter.web.templating import render
 from arbiter.web.ui import run_format
-from arbiter.web.ui.forms import current_user, read_form, redirect, require_user, session_of
+from arbiter.web.ui.forms import (
+    current_user,
+    read_form,
+    redirect,
+    require_primary,
+    require_user,
+    session_of,
+)
 from arbiter.web.ui.listing import list_rows, parse_query
 
 _NAME_PART = re.compile(r"[A-Za-z0-9]{1,64}")
@@ -255,6 +262,7 @@ async def worker(request: Request) -> Response:
 async def purge_worker(request: Request) -> Response:
     """An approver takes a machine's results out of every run still going."""
     user = require_user(request)
+    require_primary(request)  # the primary holds the runs still going
     await read_form(request)
     name = str(request.path_params["worker_name"])
     lifecycle = app_state(request).runs.lifecycle
