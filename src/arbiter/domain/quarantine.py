@@ -17,7 +17,7 @@ the job executor.
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from arbiter.domain import actions
@@ -32,6 +32,8 @@ from arbiter.domain.health import (
     verdicts,
 )
 from arbiter.domain.profile_fields import same_username
+from arbiter.protocol.workers import owner_of, short_from_long
+from arbiter.stats.purge import worker_row
 from arbiter.storage import Storage, Tx
 from arbiter.storage.base import MachineRunTotals, NewAction
 from arbiter.storage.records import QuarantineRecord
@@ -48,8 +50,7 @@ class Conviction:
     evidence: list[Finding]
 
     def summary(self) -> str:
-        kinds = sorted({finding.kind for finding in self.evidence})
-        return f"{', '.join(kinds)} on {_runs({finding.run_id for finding in self.evidence})}"
+        return _summary([asdict(finding) for finding in self.evidence])
 
 
 class MachineHealth:
@@ -157,20 +158,18 @@ def quarantined_messages(tx: Tx) -> dict[str, str]:
     """What the scheduler tells each quarantined machine, by name."""
     return {
         record.worker_name: (
-            "quarantined by the health check "
-            f"({', '.join(sorted({str(f['kind']) for f in record.evidence}))} on "
-            f"{_runs({f['run_id'] for f in record.evidence})}); an approver may release it"
+            f"quarantined by the health check ({_summary(record.evidence)});"
+            " an approver may release it"
         )
         for record in tx.quarantine.active()
     }
 
 
-def _runs(run_ids: set[str]) -> str:
-    return f"{len(run_ids)} run{'s' if len(run_ids) != 1 else ''}"
-
-
-def owner_of(worker_name: str) -> str:
-    return worker_name.split("-", 1)[0]
+def _summary(evidence: Sequence[Mapping[str, str]]) -> str:
+    """`crashes, residual on 3 runs`: the kinds of the evidence and its runs."""
+    kinds = sorted({finding["kind"] for finding in evidence})
+    runs = len({finding["run_id"] for finding in evidence})
+    return f"{', '.join(kinds)} on {runs} run{'s' if runs != 1 else ''}"
 
 
 def _log(tx: Tx, by: str, worker_name: str, message: str, now: float) -> None:
@@ -189,7 +188,7 @@ def _silent_counts(by_worker: dict[tuple[str, str], int]) -> dict[tuple[str, str
     """Silent tasks by (short machine name, run): the log names the long name."""
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for (worker, run_id), count in by_worker.items():
-        counts["-".join(worker.split("-")[:3]), run_id] += count
+        counts[short_from_long(worker), run_id] += count
     return counts
 
 
@@ -198,8 +197,8 @@ def _by_run(
 ) -> dict[str, list[MachineRun]]:
     runs: dict[str, list[MachineRun]] = defaultdict(list)
     for t in totals:
-        ll, ld, dd, wd, ww = t.pentanomial
-        rows = (float(ww + wd), float(ll + ld), float(dd))
+        # The χ² rows of the run page's residuals (every machine here has pairs).
+        rows = worker_row(0, 0, 0, t.pentanomial)
         runs[t.run_id].append(
             MachineRun(
                 t.worker_name,

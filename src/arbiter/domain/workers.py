@@ -19,7 +19,7 @@ from arbiter.domain.accounts import User
 from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
 from arbiter.domain.profile_fields import same_username, username_key
 from arbiter.domain.quarantine import quarantined_messages
-from arbiter.protocol.workers import is_short_worker_name
+from arbiter.protocol.workers import is_short_worker_name, owner_of
 from arbiter.storage import Storage, Tx
 from arbiter.storage.base import NewAction
 from arbiter.storage.records import WorkerBlockRecord
@@ -36,10 +36,6 @@ class WorkerStatus:
     message: str
     last_updated: float | None
     seen: bool = True  # a task was ever given to it here
-
-
-def owner_of(worker_name: str) -> str:
-    return worker_name.split("-", 1)[0]
 
 
 def machine_key(worker_name: str) -> str:

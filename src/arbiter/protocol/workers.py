@@ -42,6 +42,16 @@ def worker_names(info: WorkerInfo) -> tuple[str, str]:
     )
 
 
+def owner_of(worker_name: str) -> str:
+    """The account a (short or long) worker name starts with."""
+    return worker_name.split("-", 1)[0]
+
+
+def short_from_long(long_name: str) -> str:
+    """The machine a long name (as the event log keeps it) is a process of."""
+    return "-".join(long_name.split("-")[:3])
+
+
 def is_short_worker_name(text: str) -> bool:
     return SHORT_NAME_PATTERN.fullmatch(text) is not None
 

@@ -225,18 +225,19 @@ def runs_with_tasks(connection: Connection, at_least: int) -> list[str]:
 def machine_run_totals(connection: Connection, run_ids: Sequence[str]) -> list[MachineRunTotals]:
     """Per (machine, run), every task summed, with the run's author: the health
     record (domain/health.py)."""
-    return _machine_runs(connection, tasks.c.run_id.in_(list(run_ids)))
+    return _machine_runs(connection, _machine_query(tasks.c.run_id.in_(list(run_ids))))
 
 
 def machine_history(connection: Connection, worker_name: str, limit: int) -> list[MachineRunTotals]:
     """One machine's runs (through the worker_name index), newest task first."""
-    found = _machine_runs(connection, tasks.c.worker_name == worker_name)
-    return sorted(found, key=lambda totals: -totals.last_updated)[:limit]
+    query = _machine_query(tasks.c.worker_name == worker_name)
+    newest_first = query.order_by(func.max(tasks.c.last_updated).desc()).limit(limit)
+    return _machine_runs(connection, newest_first)
 
 
-def _machine_runs(connection: Connection, where: ColumnElement[bool]) -> list[MachineRunTotals]:
+def _machine_query(where: ColumnElement[bool]) -> Select[Any]:
     pair = [func.sum(tasks.c.pentanomial[index].as_integer()) for index in range(5)]
-    query = (
+    return (
         select(
             tasks.c.worker_name,
             tasks.c.run_id,
@@ -252,6 +253,9 @@ def _machine_runs(connection: Connection, where: ColumnElement[bool]) -> list[Ma
         .where(where)
         .group_by(tasks.c.worker_name, tasks.c.run_id, runs.c.username)
     )
+
+
+def _machine_runs(connection: Connection, query: Select[Any]) -> list[MachineRunTotals]:
     found = []
     for row in connection.execute(query):
         name, run_id, author, count, games, crashes, time_losses, last, *penta = row
