@@ -6,7 +6,6 @@ import pytest
 
 from arbiter.stats.elo import elo_from_score
 from arbiter.stats.sprt_forecast import (
-    forecast_table,
     model_forecast,
     model_table,
     sprt_forecast,
@@ -48,9 +47,10 @@ def test_extreme_strengths_neither_overflow_nor_lose_the_answer() -> None:
     assert 0 < strong.expected_games < 1000
 
 
-def test_the_table_is_monotone_in_pass_probability() -> None:
-    table = forecast_table(0.0, 2.0, steps=11)
-    assert [row.elo for row in table][::5] == [-2.0, 1.0, 4.0]
+@pytest.mark.parametrize("elo_model", ["normalized", "logistic"])
+def test_the_table_is_monotone_in_pass_probability(elo_model: str) -> None:
+    model = sprt_model(elo_model, 0.0, 2.0, draw_ratio=0.49, rms_bias=191.0)
+    table = model_table(model, steps=11)
     probabilities = [row.pass_probability for row in table]
     assert probabilities == sorted(probabilities)
 
@@ -58,8 +58,9 @@ def test_the_table_is_monotone_in_pass_probability() -> None:
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="elo1"):
         sprt_forecast(2.0, 0.0, 1.0)
+    model = sprt_model("logistic", 0.0, 2.0, draw_ratio=0.5, rms_bias=0.0)
     with pytest.raises(ValueError, match="steps"):
-        forecast_table(0.0, 2.0, steps=1)
+        model_table(model, steps=1)
 
 
 @pytest.mark.parametrize("elo_model", ["normalized", "logistic"])

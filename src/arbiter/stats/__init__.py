@@ -66,7 +66,7 @@ from arbiter.stats.sprt import (
     update_sprt,
 )
 from arbiter.stats.sprt_elo import SprtElo, sprt_elo
-from arbiter.stats.sprt_forecast import SprtForecast, forecast_table, sprt_forecast
+from arbiter.stats.sprt_forecast import SprtForecast, sprt_forecast
 from arbiter.stats.spsa import (
     SpsaParam,
     SpsaParseError,
@@ -117,7 +117,6 @@ __all__ = [
     "engine_values",
     "fixed_games_elo",
     "flips_signature",
-    "forecast_table",
     "gains",
     "game_duration",
     "history_due",

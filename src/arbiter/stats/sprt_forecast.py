@@ -95,6 +95,8 @@ def model_table(
 ) -> list[SprtForecast]:
     """Forecasts over the logistic bounds and a third of their width beyond each,
     as the reference's calculator charts them."""
+    if steps < 2:
+        raise ValueError("need at least 2 steps")
     elo0, elo1 = model.logistic_bounds
     start, stop = elo0 - (elo1 - elo0) / 3.0, elo1 + (elo1 - elo0) / 3.0
     return [
@@ -140,26 +142,3 @@ def _pass_probability(theta: float, lower: float, upper: float) -> float:
     ratio_a = math.exp(theta * (upper - lower))  # e^{−θA}/e^{−θB}
     ratio_1 = math.exp(theta * upper)  # 1/e^{−θB}
     return (ratio_1 - ratio_a) / (1.0 - ratio_a)
-
-
-def forecast_table(
-    elo0: float,
-    elo1: float,
-    *,
-    alpha: float = 0.05,
-    beta: float = 0.05,
-    low: float | None = None,
-    high: float | None = None,
-    steps: int = 21,
-) -> list[SprtForecast]:
-    """Forecasts for `steps` true nElo values evenly spread over [low, high]
-    (by default one bound-width beyond each bound)."""
-    width = elo1 - elo0
-    start = elo0 - width if low is None else low
-    stop = elo1 + width if high is None else high
-    if steps < 2 or not stop > start:
-        raise ValueError("need at least 2 steps over a non-empty range")
-    return [
-        sprt_forecast(elo0, elo1, start + (stop - start) * i / (steps - 1), alpha=alpha, beta=beta)
-        for i in range(steps)
-    ]

@@ -1,6 +1,7 @@
 """Pages about the people and machines: the actions log, contributors, the
 machines at work, and blocking a worker machine (`/workers/<name>`)."""
 
+import contextlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -76,11 +77,10 @@ async def actions(request: Request) -> Response:
     storage = app_state(request).storage
     errors: dict[str, str] = {}
     page, status = LogPage([], False, None, ()), 200
+    # Words are a search: one of its places, taken on the loop as /api/actions does.
+    slot = app_state(request).actions.search_slot() if query.words else contextlib.nullcontext()
     try:
-        if query.words:
-            with app_state(request).actions.search_slot():  # on the loop, as /api/actions
-                page = await run_in_threadpool(log_page, storage, query)
-        else:
+        with slot:
             page = await run_in_threadpool(log_page, storage, query)
     except BadRequest as error:
         errors["text"], status = str(error), 400
@@ -276,8 +276,11 @@ async def _worker_page(request: Request, extra: dict[str, Any], status: int = 20
     found = await run_in_threadpool(_blocks(request).status, name)
     machines = await run_in_threadpool(app_state(request).runs.queries.machines)
     health = app_state(request).health
-    quarantine = await run_in_threadpool(health.record_of, name) if health is not None else None
-    history = await run_in_threadpool(health.history, found.name) if health is not None else []
+    quarantine, history = (
+        await run_in_threadpool(lambda: (health.record_of(name), health.history(found.name)))
+        if health is not None
+        else (None, [])
+    )
     user = current_user(request)
     context = {
         "worker": found,
@@ -285,7 +288,7 @@ async def _worker_page(request: Request, extra: dict[str, Any], status: int = 20
         "history": history,
         "may_release": user is not None and user.is_approver,
         "playing": [m for m in machines if is_machine(m.task.worker_name, name)],
-        "may_change": may_change(current_user(request), name),
+        "may_change": may_change(user, name),
         "errors": {},
         "message": found.message,
         **extra,
