@@ -94,9 +94,7 @@ def raw_statistics(run: RunRecord) -> list[Section]:
         ("Draw ratio", f"{stats.draw_ratio:.4f}"),
         ("DrawElo", _number(stats.drawelo)),
     ]
-    if stats.variance_ratio is not None:
-        derived.append(("Variance ratio (pentanomial / trinomial)", _number(stats.variance_ratio)))
-    derived += _elo_rows(run)
+    derived += _elo_rows(run)  # the variance ratio is in the comparison below
     sections.append(Section("Derived", derived))
     bias = rms_bias(spread)
     if bias is not None:
