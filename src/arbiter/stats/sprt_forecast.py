@@ -55,6 +55,14 @@ class SprtModel:
     def logistic_bounds(self) -> tuple[float, float]:
         return elo_from_score(self.score0), elo_from_score(self.score1)
 
+    @property
+    def normalized_bounds(self) -> tuple[float, float]:
+        sigma = math.sqrt(self.variance)
+        return (
+            NELO_DIVIDED_BY_NT * (self.score0 - 0.5) / sigma,
+            NELO_DIVIDED_BY_NT * (self.score1 - 0.5) / sigma,
+        )
+
 
 def sprt_model(
     elo_model: str, elo0: float, elo1: float, *, draw_ratio: float, rms_bias: float

@@ -14,7 +14,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from arbiter.stats.elo import NELO_DIVIDED_BY_NT
 from arbiter.stats.sprt_forecast import (
     ELO_MODELS,
     SprtForecast,
@@ -122,16 +121,12 @@ def calculate(model: SprtModel, numbers: dict[str, float]) -> Calculation:
         legend=False,
         id="games-chart",
     )
-    sigma = math.sqrt(model.variance)
-    normalized = tuple(
-        NELO_DIVIDED_BY_NT * (score - 0.5) / sigma for score in (model.score0, model.score1)
-    )
     return Calculation(
         table,
         chosen,
         [line_chart(pass_chart), line_chart(games_chart)],
         _shown(model.logistic_bounds),
-        _shown(normalized),
+        _shown(model.normalized_bounds),
     )
 
 
