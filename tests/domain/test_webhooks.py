@@ -5,6 +5,7 @@ retries with backoff, and the delivery log."""
 import hashlib
 import hmac
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +24,13 @@ from arbiter.domain.webhooks import MAX_ATTEMPTS, Webhooks, retry_delay
 from arbiter.storage import Storage
 from tests.domain.runs.support import Clock, make_user, submit
 from tests.domain.webhook_receiver import Receiver, dripping_receiver, receiver
+
+
+@pytest.fixture(autouse=True)
+def delivery_log(caplog: pytest.LogCaptureFixture) -> None:
+    """Each failed attempt's reason (logged at info), shown with a failing test:
+    the lanes tests have failed rarely under a loaded suite, and this says why."""
+    caplog.set_level(logging.INFO, logger="arbiter.webhooks")
 
 
 @pytest.fixture
