@@ -65,35 +65,46 @@ class Drip:
 def dripping_receiver(pause: float = 0.3) -> Iterator[Drip]:
     """A receiver that reads the request, then drips its reply a byte every
     `pause` seconds without ever finishing it, until the sender hangs up.
-    Every connection it accepts is closed when the block ends."""
+
+    When the block ends it stops listening for good: closing a listening
+    socket does not wake a thread blocked in accept(), which then kept the
+    port listening and took a later test's connection to that port (the
+    sender saw the connection closed without a reply). So the listener is
+    shut down first, which wakes it, and every thread is joined."""
     listener = socket.create_server(("127.0.0.1", 0))
     done = threading.Event()
-    held: list[socket.socket] = []
+    threads: list[threading.Thread] = []
     state = Drip()
 
     def drip(connection: socket.socket) -> None:
-        try:
-            connection.recv(65536)
-            for byte in itertools.cycle(b"HTTP/1.1 200 OK\r\nx-drip: "):
-                if done.wait(pause):
-                    return
-                connection.sendall(bytes([byte]))
-        except OSError:
-            state.cut_at.append(time.monotonic())
+        with connection:
+            try:
+                connection.recv(65536)
+                for byte in itertools.cycle(b"HTTP/1.1 200 OK\r\nx-drip: "):
+                    if done.wait(pause):
+                        return
+                    connection.sendall(bytes([byte]))
+            except OSError:
+                state.cut_at.append(time.monotonic())
 
     def accept() -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # the listener shut down: no more
             while not done.is_set():
                 connection, _ = listener.accept()
-                held.append(connection)
-                threading.Thread(target=drip, args=(connection,), daemon=True).start()
+                worker = threading.Thread(target=drip, args=(connection,), daemon=True)
+                threads.append(worker)
+                worker.start()
 
-    threading.Thread(target=accept, daemon=True).start()
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
     state.url = f"http://127.0.0.1:{listener.getsockname()[1]}/hook"
     try:
         yield state
     finally:
         done.set()
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() that waits
+        acceptor.join(10)
         listener.close()
-        for connection in held:
-            connection.close()
+        for worker in threads:
+            worker.join(10)
