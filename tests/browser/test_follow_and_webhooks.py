@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
+from arbiter.storage import Storage
+from arbiter.storage.engine import make_engine, sqlite_url
+from arbiter.storage.records import QuarantineRecord
 from tests.browser.seed import Seeded, seed
 from tests.browser.test_dashboard import log_in, shoot
 from tests.domain.webhook_receiver import Receiver, receiver
@@ -66,6 +69,7 @@ def test_follow_notify_and_a_webhook(
     seeded: tuple[Server, Seeded],
     sink: Receiver,
     artifacts: Path,
+    tmp_path: Path,
     width: str,
 ) -> None:
     server, runs = seeded
@@ -111,6 +115,15 @@ def test_follow_notify_and_a_webhook(
         page.wait_for_timeout(200)
     assert notes == ["Test finished: patch vs master"]
 
+    # A machine the health check quarantines now: the approver hears of it too.
+    quarantine_now(tmp_path / "data", f"root-4cores-{width[:4]}0001")
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    deadline = time.monotonic() + HANG_GUARD
+    while time.monotonic() < deadline and len(notes) < 2:
+        notes = json.loads(page.evaluate("localStorage.getItem('test.notes') || '[]'"))
+        page.wait_for_timeout(200)
+    assert notes[1:] == [f"Machine quarantined: root-4cores-{width[:4]}0001"]
+
     # The webhook arrives, signed, from the jobs executor.
     deadline = time.monotonic() + HANG_GUARD
     while time.monotonic() < deadline and not sink.requests:
@@ -136,3 +149,14 @@ def test_follow_notify_and_a_webhook(
     expect(row).to_be_visible()
     shoot(page, artifacts, f"webhooks-{width}")
     context.close()
+
+
+def quarantine_now(data_dir: Path, name: str) -> None:
+    """A quarantine written to the live server's database, as its job would."""
+    evidence = [{"run_id": "0" * 24, "author": "carol", "kind": "crashes", "detail": "12"}]
+    engine = make_engine(sqlite_url(data_dir), pool_size=1)
+    try:
+        with Storage(engine).write() as tx:
+            tx.quarantine.put(QuarantineRecord(name, True, time.time(), evidence, []))
+    finally:
+        engine.dispose()

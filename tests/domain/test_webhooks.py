@@ -18,11 +18,15 @@ from arbiter.domain import webhooks
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import PermissionDenied, ValidationError
 from arbiter.domain.follows import Follows
+from arbiter.domain.quarantine import MachineHealth
 from arbiter.domain.runs.service import Runs
 from arbiter.domain.url_policy import Destination
 from arbiter.domain.webhooks import MAX_ATTEMPTS, Webhooks, retry_delay
 from arbiter.storage import Storage
 from tests.domain.runs.support import Clock, make_user, submit
+from tests.domain.test_quarantine import BAD, NOW
+from tests.domain.test_quarantine import RUNS as QUARANTINE_RUNS
+from tests.domain.test_quarantine import seed as seed_quarantine
 from tests.domain.webhook_receiver import Receiver, dripping_receiver, receiver
 
 
@@ -292,3 +296,34 @@ def wait_for(done: Callable[[], bool], timeout: float = 30.0) -> None:
     while not done():
         assert time.monotonic() < deadline
         time.sleep(0.02)
+
+
+def test_a_quarantine_reaches_the_owners_and_the_approvers_hooks_for_every_run(
+    storage: Storage, sink: Receiver, people: tuple[User, User, User]
+) -> None:
+    """A machine's event: its owner's hook and an approver's hook for every
+    run get it; another user's hook does not, nor a hook without the event."""
+    root, alice, bob = people
+    hooks = Webhooks(storage, base_url="https://arbiter.test", allow_private=True, clock=Clock(NOW))
+    hooks.register(alice, sink.url + "/owner", ["quarantined"], "json")
+    hooks.register(alice, sink.url + "/runs-only", ["finished"], "json")
+    hooks.register(bob, sink.url + "/other", ["quarantined"], "json")
+    hooks.register(root, sink.url + "/all", ["quarantined"], "discord", all_runs=True)
+    seed_quarantine(storage, QUARANTINE_RUNS)
+    checker = MachineHealth(storage, take_back=lambda *_: 0, changed=lambda: None, clock=Clock(NOW))
+    assert checker.check() == [BAD]
+    assert hooks.run() == 2
+    by_path = {r.path: json.loads(r.body) for r in sink.requests}
+    assert set(by_path) == {"/hook/owner", "/hook/all"}
+    owner = by_path["/hook/owner"]
+    assert owner["event"] == "quarantined"
+    assert owner["machine"] == {
+        "name": BAD,
+        "owner": "alice",
+        "url": f"https://arbiter.test/workers/{BAD}",
+        "reason": "crashes on 3 runs",
+    }
+    assert by_path["/hook/all"]["content"].startswith(f"Machine {BAD} quarantined: crashes on 3")
+    owners = next(view for view in hooks.of_user("alice") if view.hook.url.endswith("/owner"))
+    assert [(d.event, d.worker, d.run_id) for d in owners.deliveries] == [("quarantined", BAD, "")]
+    assert hooks.run() == 0  # sent once

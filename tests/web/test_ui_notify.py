@@ -2,6 +2,7 @@
 
 from starlette.testclient import TestClient
 
+from arbiter.storage.records import QuarantineRecord
 from tests.web.runs_support import submit, users
 from tests.web.support import csrf_of, log_in, state
 
@@ -37,3 +38,26 @@ def test_notifications_need_a_session_and_take_any_since(client: TestClient) -> 
         assert reply.status_code == 200, since
         assert reply.json()["runs"] == []
         assert reply.headers["cache-control"] == "no-store"
+
+
+def test_approvers_hear_of_quarantined_machines_others_do_not(client: TestClient) -> None:
+    users(client)
+    name = "alice-8cores-0badbad0"
+    finding = {"run_id": "0" * 24, "author": "carol", "kind": "crashes", "detail": "12 crashes"}
+    now = state(client).runs.context.clock()
+    with state(client).storage.write() as tx:
+        tx.quarantine.put(QuarantineRecord(name, True, now - 5, [finding] * 3, []))
+    log_in(client, "alice")
+    assert client.get("/user/notifications", params={"since": now - 60}).json()["machines"] == []
+    log_in(client, "root")
+    reply = client.get("/user/notifications", params={"since": now - 60}).json()
+    assert reply["machines"] == [
+        {
+            "name": name,
+            "reason": "crashes on 1 run",
+            "url": f"/workers/{name}",
+            "at": now - 5,
+        }
+    ]
+    later = client.get("/user/notifications", params={"since": reply["now"]}).json()
+    assert later["machines"] == []  # told once

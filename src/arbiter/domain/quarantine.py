@@ -42,6 +42,7 @@ DAY = 86400.0
 WINDOW_DAYS = 14  # runs changed within this many days give evidence
 MAX_RUNS = 1000  # the most recent of them, at most
 HISTORY_RUNS = 20  # runs a machine's page shows
+QUARANTINED = "quarantined"  # the webhook event
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +110,15 @@ class MachineHealth:
         message = f"quarantined: {conviction.summary()}"
         with self._storage.write() as tx:
             tx.quarantine.put(record)
-            _log(tx, SYSTEM_USER, conviction.worker_name, message, now)
+            action_id = _log(tx, SYSTEM_USER, conviction.worker_name, message, now)
+            # The webhooks' outbox, in the same transaction (domain/webhooks.py).
+            tx.run_events.add(
+                time=now,
+                event=QUARANTINED,
+                run_id="",
+                worker=conviction.worker_name,
+                action_id=action_id,
+            )
         self._changed()  # refused from now on: the task taken back is its last
         self._take_back(conviction.worker_name, message)
 
@@ -144,6 +153,11 @@ class MachineHealth:
         its owner sees it on the profile)."""
         return [r for r in self.queue() if same_username(owner_of(r.worker_name), username)]
 
+    def since(self, since: float) -> list[QuarantineRecord]:
+        """The quarantines in force that began after `since` (the approvers'
+        browser notifications)."""
+        return [record for record in self.queue() if record.since > since]
+
     def record_of(self, worker_name: str) -> QuarantineRecord | None:
         with self._storage.read() as tx:
             return tx.quarantine.get(worker_name)
@@ -165,6 +179,11 @@ def quarantined_messages(tx: Tx) -> dict[str, str]:
     }
 
 
+def reason(record: QuarantineRecord) -> str:
+    """`crashes, residual on 3 runs`: why the machine is quarantined."""
+    return _summary(record.evidence)
+
+
 def _summary(evidence: Sequence[Mapping[str, str]]) -> str:
     """`crashes, residual on 3 runs`: the kinds of the evidence and its runs."""
     kinds = sorted({finding["kind"] for finding in evidence})
@@ -172,12 +191,12 @@ def _summary(evidence: Sequence[Mapping[str, str]]) -> str:
     return f"{', '.join(kinds)} on {runs} run{'s' if runs != 1 else ''}"
 
 
-def _log(tx: Tx, by: str, worker_name: str, message: str, now: float) -> None:
-    """A quarantine or a release, in the event log."""
+def _log(tx: Tx, by: str, worker_name: str, message: str, now: float) -> int:
+    """A quarantine or a release, in the event log; the action's id."""
     entry = NewAction(
         time=now, action="quarantine_worker", username=by, worker=worker_name, message=message
     )
-    actions.record(tx, entry)
+    return actions.record(tx, entry)
 
 
 def _dismissed(record: QuarantineRecord | None) -> set[str]:

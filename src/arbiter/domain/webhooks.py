@@ -1,6 +1,9 @@
 """Webhooks: a user (or an approver, for every run) registers a URL for run
-events (approved, finished, stopped) in generic JSON or a Discord / Slack
-compatible body.
+events (approved, finished, stopped) and machine events (quarantined) in
+generic JSON or a Discord / Slack compatible body. A run's events go to its
+author's hooks, its followers' and the approvers' hooks for every run; a
+machine's quarantine goes to its owner's hooks and the approvers' hooks for
+every run.
 
 Events come from the `run_events` outbox, written in the transaction that
 records the action (`domain/actions.py`), so none is lost and none is sent for
@@ -33,15 +36,18 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from arbiter.domain import quarantine
 from arbiter.domain.accounts import User
 from arbiter.domain.errors import NotFound, PermissionDenied, ValidationError
+from arbiter.domain.profile_fields import same_username
 from arbiter.domain.url_policy import Destination, check_url, destination
+from arbiter.protocol.workers import owner_of
 from arbiter.storage import Storage, Tx
 from arbiter.storage.records import DeliveryRecord, RunEventRecord, RunRecord, WebhookRecord
 
 log = logging.getLogger("arbiter.webhooks")
 
-EVENTS = ("finished", "approved", "stopped")
+EVENTS = ("finished", "approved", "stopped", quarantine.QUARANTINED)
 FORMATS = {"json": "Generic JSON", "discord": "Discord", "slack": "Slack"}
 MAX_HOOKS_PER_USER = 10
 MAX_ATTEMPTS = 8
@@ -195,6 +201,8 @@ class Webhooks:
         return made
 
     def _deliveries_of(self, tx: Tx, event: RunEventRecord, hooks: list[WebhookRecord]) -> int:
+        if event.worker:
+            return self._machine_deliveries(tx, event, hooks)
         run = tx.runs.get(event.run_id)
         if run is None:
             return 0
@@ -208,6 +216,28 @@ class Webhooks:
             body = self.body(hook.format, event.event, run, event.time)
             tx.webhooks.add_delivery(
                 hook_id=hook.id, event=event.event, run_id=run.id, body=body, at=event.time
+            )
+            made += 1
+        return made
+
+    def _machine_deliveries(self, tx: Tx, event: RunEventRecord, hooks: list[WebhookRecord]) -> int:
+        record = tx.quarantine.get(event.worker)
+        reason = quarantine.reason(record) if record else ""
+        owner = owner_of(event.worker)
+        made = 0
+        for hook in hooks:
+            if event.event not in hook.events.split(","):
+                continue
+            if not (hook.all_runs or same_username(hook.username, owner)):
+                continue
+            body = self.machine_body(hook.format, event.event, event.worker, reason, event.time)
+            tx.webhooks.add_delivery(
+                hook_id=hook.id,
+                event=event.event,
+                run_id="",
+                worker=event.worker,
+                body=body,
+                at=event.time,
             )
             made += 1
         return made
@@ -308,7 +338,20 @@ class Webhooks:
                     "summary": summary,
                 },
             }
-        return json.dumps(document, separators=(",", ":"), sort_keys=True)
+        return _dumps(document)
+
+    def machine_body(self, format: str, event: str, worker: str, reason: str, at: float) -> str:
+        """A machine event's JSON body in the hook's format."""
+        url = f"{self._base_url}/workers/{worker}"
+        line = f"Machine {worker} {event}: {reason} {url}"
+        if format in ("discord", "slack"):
+            return _dumps({"content" if format == "discord" else "text": line})
+        machine = {"name": worker, "owner": owner_of(worker), "url": url, "reason": reason}
+        return _dumps({"event": event, "time": at, "machine": machine})
+
+
+def _dumps(document: Mapping[str, object]) -> str:
+    return json.dumps(document, separators=(",", ":"), sort_keys=True)
 
 
 def _summary(run: RunRecord) -> str:

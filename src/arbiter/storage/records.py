@@ -233,9 +233,10 @@ class RunEventRecord:
     id: int
     time: float
     event: str
-    run_id: str
+    run_id: str  # "" for a machine's event
     action_id: int
     dispatched: bool
+    worker: str = ""  # the machine, for a machine's event (quarantined)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +265,7 @@ class DeliveryRecord:
     last_error: str
     created_at: float
     delivered_at: float | None
+    worker: str = ""  # the machine, for a machine's event
 
 
 R = TypeVar("R", RunRecord, TaskRecord)

@@ -349,8 +349,9 @@ run_events = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("time", Float, nullable=False),
-    Column("event", String(16), nullable=False),  # approved, finished, stopped
-    Column("run_id", String(24), nullable=False),
+    Column("event", String(16), nullable=False),  # approved, finished, stopped, quarantined
+    Column("run_id", String(24), nullable=False),  # "" for a machine's event
+    Column("worker", String(120), nullable=False, server_default=""),  # a machine's event
     Column("action_id", Integer, nullable=False),
     Column("dispatched", Boolean, nullable=False, default=False),
     Index(None, "dispatched", "id"),
@@ -377,6 +378,7 @@ webhook_deliveries = Table(
     Column("hook_id", Integer, ForeignKey("webhooks.id", ondelete="CASCADE"), nullable=False),
     Column("event", String(16), nullable=False),
     Column("run_id", String(24), nullable=False),
+    Column("worker", String(120), nullable=False, server_default=""),
     Column("body", Text, nullable=False),  # the exact bytes signed and sent (UTF-8 JSON)
     Column("status", String(16), nullable=False),  # pending, delivered, failed
     Column("attempts", Integer, nullable=False, default=0),

@@ -50,11 +50,14 @@ class SqlRunEventStore:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
 
-    def add(self, *, time: float, event: str, run_id: str, action_id: int) -> None:
+    def add(
+        self, *, time: float, event: str, run_id: str, action_id: int, worker: str = ""
+    ) -> None:
         values = {
             "time": time,
             "event": event,
             "run_id": run_id,
+            "worker": worker,
             "action_id": action_id,
             "dispatched": False,
         }
@@ -127,11 +130,14 @@ class SqlWebhookStore:
     def all(self) -> list[WebhookRecord]:
         return [_hook(row) for row in self._connection.execute(select(webhooks))]
 
-    def add_delivery(self, *, hook_id: int, event: str, run_id: str, body: str, at: float) -> int:
+    def add_delivery(
+        self, *, hook_id: int, event: str, run_id: str, body: str, at: float, worker: str = ""
+    ) -> int:
         values = {
             "hook_id": hook_id,
             "event": event,
             "run_id": run_id,
+            "worker": worker,
             "body": body,
             "status": "pending",
             "attempts": 0,

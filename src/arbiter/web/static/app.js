@@ -141,9 +141,10 @@
     apply();
   }
 
-  // Followed runs that finished: a browser notification (the Notification API,
-  // once the visitor allowed it). The server says which finished after the
-  // time kept in localStorage, so one tab's notice is not repeated by another.
+  // Followed runs that finished, and for approvers quarantined machines: a
+  // browser notification (the Notification API, once the visitor allowed it).
+  // The server says what happened after the time kept in localStorage, so one
+  // tab's notice is not repeated by another.
   function notifications() {
     const source = document.body.dataset.notifySrc;
     if (!source) return;
@@ -164,6 +165,20 @@
       };
     }
 
+    // Approvers also hear of each machine the health check quarantines.
+    function showMachine(machine) {
+      document.dispatchEvent(new CustomEvent("arbiter:quarantined", { detail: machine }));
+      if (!supported || Notification.permission !== "granted") return;
+      const note = new Notification(`Machine quarantined: ${machine.name}`, {
+        body: machine.reason,
+        tag: `quarantine-${machine.name}`,
+      });
+      note.onclick = () => {
+        window.focus();
+        window.location.href = machine.url;
+      };
+    }
+
     async function check() {
       if (busy) return;
       busy = true;
@@ -176,6 +191,7 @@
         const found = await reply.json();
         window.localStorage.setItem(KEY, String(found.now));
         if (since) for (const run of found.runs) show(run);
+        if (since) for (const machine of found.machines || []) showMachine(machine);
       } catch (error) {
         // Offline: the next check asks for the same span again.
       } finally {

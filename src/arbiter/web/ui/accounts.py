@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from arbiter.domain.errors import DomainError, RetryLater, ValidationError
-from arbiter.domain.webhooks import FORMATS
+from arbiter.domain.webhooks import EVENTS, FORMATS
 from arbiter.web.api import app_state, client_address
 from arbiter.web.errors import domain_status
 from arbiter.web.templating import render
@@ -150,6 +150,7 @@ async def _profile_page(request: Request, extra: dict[str, Any], status: int = 2
         "hook_errors": {},
         "hook_values": {"url": "", "events": ["finished"], "format": "json", "all_runs": False},
         "hook_formats": FORMATS,
+        "hook_events": EVENTS,
         **extra,
     }
     return await render(request, "profile.html", context, status)

@@ -10,6 +10,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from arbiter.domain.errors import DomainError, NotFound
+from arbiter.domain.quarantine import reason
+from arbiter.domain.webhooks import EVENTS
 from arbiter.web.api import app_state
 from arbiter.web.ui.accounts import profile_page
 from arbiter.web.ui.forms import (
@@ -38,8 +40,9 @@ async def follow(request: Request) -> Response:
 
 
 async def notifications(request: Request) -> Response:
-    """JSON: followed runs finished after `since` (Unix seconds), and `now` to
-    ask from next time. Without a session: 401 and nothing."""
+    """JSON: followed runs finished after `since` (Unix seconds), for an
+    approver the machines quarantined since, and `now` to ask from next time.
+    Without a session: 401 and nothing."""
     user = current_user(request)
     if user is None:
         return JSONResponse({"error": "log in to follow runs"}, status_code=401)
@@ -62,7 +65,20 @@ async def notifications(request: Request) -> Response:
         }
         for f in found
     ]
-    reply = JSONResponse({"runs": runs, "now": max([now, *(f.at for f in found)])})
+    quarantined = []
+    if user.is_approver and state.health is not None:
+        quarantined = await run_in_threadpool(state.health.since, since)
+    machines = [
+        {
+            "name": record.worker_name,
+            "reason": reason(record),
+            "url": f"/workers/{record.worker_name}",
+            "at": record.since,
+        }
+        for record in quarantined
+    ]
+    latest = max([now, *(f.at for f in found), *(record.since for record in quarantined)])
+    reply = JSONResponse({"runs": runs, "machines": machines, "now": latest})
     reply.headers["cache-control"] = "no-store"
     return reply
 
@@ -70,7 +86,7 @@ async def notifications(request: Request) -> Response:
 async def add_webhook(request: Request) -> Response:
     user = require_user(request)
     form = await read_form(request)
-    events = [name for name in ("finished", "approved", "stopped") if form.get(f"event_{name}")]
+    events = [name for name in EVENTS if form.get(f"event_{name}")]
     values: dict[str, Any] = {
         "url": form.get("url", ""),
         "events": events,
