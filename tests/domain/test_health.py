@@ -27,11 +27,14 @@ def machine(
     author: str = "alice",
     tasks: int = 4,
     silent: int = 0,
+    nps: float = 0.0,
+    game_nps: float = 0.0,
 ) -> MachineRun:
     pairs = games // 2
     wins, losses = pairs * score * 0.4, pairs * (1 - score) * 0.4
+    rows = (wins, losses, pairs * 0.6)
     return MachineRun(
-        name, run, author, games, crashes, time_losses, (wins, losses, pairs * 0.6), tasks, silent
+        name, run, author, games, crashes, time_losses, rows, tasks, silent, nps, game_nps
     )
 
 
@@ -78,6 +81,27 @@ def test_a_machine_that_leaves_its_tasks_is_evidence_unless_all_do() -> None:
 
 def finding(run: str, author: str, kind: str = "crashes") -> tuple[str, Finding]:
     return "bad", Finding(run, author, kind, "")
+
+
+def test_a_machine_searching_far_off_the_speed_it_reports_is_evidence() -> None:
+    """Honest machines search in their games at about 0.8 of their bench
+    figure, at speeds from 0.6 to 1.4 Mnps; one that reports 3 Mnps (and so
+    plays a time control a third as long) searches at 0.7."""
+    honest = [
+        machine(f"m{i}", nps=(0.6 + 0.04 * i) * 1e6, game_nps=0.8 * (0.6 + 0.04 * i) * 1e6)
+        for i in range(20)
+    ]
+    liar = machine("m7", nps=3e6, game_nps=0.7e6)
+    ((name, finding),) = run_findings([*honest[:7], liar, *honest[8:]], RULES)
+    assert (name, finding.kind) == ("m7", "speed")
+    assert finding.detail == (
+        "searched at 0.70 Mnps in its games, reports 3.00 Mnps: 0.23 of it; the run's machines 0.80"
+    )
+    assert run_findings(honest, RULES) == []
+    # The official worker measures nothing in its games: no evidence either way.
+    unmeasured = [machine(f"m{i}", nps=1e6) for i in range(20)]
+    assert run_findings(unmeasured, RULES) == []
+    assert run_findings([*honest[:3], liar], RULES) == []  # too few measured
 
 
 def test_quarantine_needs_three_runs_of_two_authors() -> None:

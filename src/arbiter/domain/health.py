@@ -12,6 +12,11 @@ the others were clean there:
 - biased results: its residual against the other machines of the run (the
   χ² contribution the run page shows) beyond the run's 99% Bonferroni
   threshold, on a run of at least `min_machines` machines;
+- a false speed: the nps it searched at in its games over the nps it
+  reports (which scales its time control), off the median of that ratio on
+  the run by more than `speed_factor` either way, on a run where at least
+  `min_machines` machines measured it (Arbiter's worker does; the official
+  worker does not, so its machines give no such evidence);
 - vanishing: at least `min_silent` of its tasks on the run were taken back
   after it went silent, significantly more than the others' share (a
   binomial tail below `silent_p`, the share floored at `silent_floor`),
@@ -27,6 +32,7 @@ verdicts go to `domain.quarantine`.
 """
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +54,13 @@ class MachineRun:
     rows: tuple[float, float, float]  # game pairs as the χ² reads them: wins, losses, draws
     tasks: int = 0
     silent: int = 0  # tasks taken back because the machine went silent
+    nps: float = 0.0  # what it reports (its bench), per thread
+    game_nps: float = 0.0  # what it searched at in its games; 0: not measured
+
+    @property
+    def speed(self) -> float | None:
+        """Measured over reported nps, when both are known."""
+        return self.game_nps / self.nps if self.game_nps > 0 and self.nps > 0 else None
 
     @property
     def failures(self) -> int:
@@ -67,13 +80,14 @@ class HealthRules:
     clean_silent_share: float = 0.25  # of the other machines that left one, at most
     silent_floor: float = 0.02  # the share of tasks a machine is held to, at least
     silent_p: float = 1e-3
+    speed_factor: float = 2.0  # measured/reported off the others' median by this, at least
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     run_id: str
     author: str
-    kind: str  # "crashes", "residual" or "silent"
+    kind: str  # "crashes", "residual", "silent" or "speed"
     detail: str
 
 
@@ -83,6 +97,7 @@ def run_findings(machines: Sequence[MachineRun], rules: HealthRules) -> list[tup
         *_failure_findings(machines, rules),
         *_residual_findings(machines, rules),
         *_silent_findings(machines, rules),
+        *_speed_findings(machines, rules),
     ]
     return sorted(found, key=lambda pair: (pair[0], pair[1].kind))
 
@@ -148,6 +163,25 @@ def _silent_findings(
             f"{100 * others:.1f}% of the other machines left any"
         )
         yield machine.worker_name, Finding(machine.run_id, machine.author, "silent", detail)
+
+
+def _speed_findings(
+    machines: Sequence[MachineRun], rules: HealthRules
+) -> Iterable[tuple[str, Finding]]:
+    speeds = {m.worker_name: m.speed for m in machines if m.speed is not None}
+    if len(speeds) < rules.min_machines:
+        return
+    # The median of all: on at least min_machines, one machine barely moves it.
+    typical = statistics.median(speeds.values())
+    for machine in machines:
+        speed = speeds.get(machine.worker_name)
+        if speed is None or typical / rules.speed_factor <= speed <= typical * rules.speed_factor:
+            continue
+        detail = (
+            f"searched at {machine.game_nps / 1e6:.2f} Mnps in its games, reports "
+            f"{machine.nps / 1e6:.2f} Mnps: {speed:.2f} of it; the run's machines {typical:.2f}"
+        )
+        yield machine.worker_name, Finding(machine.run_id, machine.author, "speed", detail)
 
 
 def binomial_tail(events: int, trials: int, p: float) -> float:

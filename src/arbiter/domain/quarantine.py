@@ -229,6 +229,8 @@ def _by_run(
                 rows,
                 t.tasks,
                 silent.get((t.worker_name, t.run_id), 0),
+                t.nps,
+                t.game_nps,
             )
         )
     return runs

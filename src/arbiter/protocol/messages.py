@@ -114,6 +114,11 @@ class WorkerInfo(msgspec.Struct):
     # official-stockfish/books catalogue and on repositories not on GitHub. The
     # official worker does not send it.
     hosted_books: bool = False
+    # Arbiter's worker only: the nodes per second per thread its engines
+    # searched at in this task's games (0 until it has measured enough), set
+    # beside `nps`, the bench figure that scales the time control. The health
+    # check compares the two (domain/health.py).
+    game_nps: Annotated[float, msgspec.Meta(ge=0, le=MAX_NPS)] = 0.0
 
 
 class Stats(msgspec.Struct):

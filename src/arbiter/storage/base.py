@@ -205,6 +205,8 @@ class MachineRunTotals:
     time_losses: int
     pentanomial: tuple[int, int, int, int, int]
     last_updated: float = 0.0  # of its newest task there
+    nps: float = 0.0  # reported (its bench), the mean of its tasks'
+    game_nps: float = 0.0  # measured in its games by Arbiter's worker; 0: not measured
 
 
 class WorkerBlockStore(Protocol):

@@ -247,6 +247,8 @@ def _machine_query(where: ColumnElement[bool]) -> Select[Any]:
             func.sum(tasks.c.crashes),
             func.sum(tasks.c.time_losses),
             func.max(tasks.c.last_updated),
+            func.avg(tasks.c.worker_info["nps"].as_float()),
+            func.avg(tasks.c.worker_info["game_nps"].as_float()),
             *pair,
         )
         .join(runs, runs.c.id == tasks.c.run_id)
@@ -258,7 +260,7 @@ def _machine_query(where: ColumnElement[bool]) -> Select[Any]:
 def _machine_runs(connection: Connection, query: Select[Any]) -> list[MachineRunTotals]:
     found = []
     for row in connection.execute(query):
-        name, run_id, author, count, games, crashes, time_losses, last, *penta = row
+        name, run_id, author, count, games, crashes, time_losses, last, nps, game_nps, *penta = row
         ll, ld, dd, wd, ww = (int(value or 0) for value in penta)
         found.append(
             MachineRunTotals(
@@ -271,6 +273,8 @@ def _machine_runs(connection: Connection, query: Select[Any]) -> list[MachineRun
                 int(time_losses or 0),
                 (ll, ld, dd, wd, ww),
                 float(last or 0.0),
+                float(nps or 0.0),
+                float(game_nps or 0.0),
             )
         )
     return found

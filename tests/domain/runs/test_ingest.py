@@ -266,6 +266,24 @@ def test_results_keep_the_workers_latest_measurements(
     }
 
 
+def test_the_nps_measured_in_games_is_kept_once_sent_and_health_reads_it(
+    runs: Runs, storage: Storage, started: tuple[str, int]
+) -> None:
+    """Arbiter's worker sends `game_nps` once it has measured it in the task's
+    games; the task keeps it, and the machine's health record reads it beside
+    the reported nps. A task never starts with one (it belongs to a task)."""
+    run_id, task_id = started
+    _, tasks = stored(storage, run_id)
+    assert "game_nps" not in tasks[0].worker_info  # type: ignore[attr-defined]
+    runs.ingest.update_task(worker(nps=1e6, game_nps=8e5), run_id, task_id, pairs(dd=2))
+    runs.ingest.update_task(worker(nps=1e6), run_id, task_id, pairs(dd=4))
+    _, tasks = stored(storage, run_id)
+    assert tasks[0].worker_info["game_nps"] == 8e5  # type: ignore[attr-defined]
+    with storage.read() as tx:
+        (totals,) = tx.tasks.machine_run_totals([run_id])
+    assert (totals.nps, totals.game_nps) == (1e6, 8e5)
+
+
 def test_unchanged_measurements_keep_the_tasks_worker_info_object(
     runs: Runs, started: tuple[str, int]
 ) -> None:

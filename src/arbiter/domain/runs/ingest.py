@@ -418,8 +418,17 @@ def _advanced_sprt_args(run: RunRecord) -> dict[str, Any]:
 def measured_worker_info(stored: dict[str, Any], worker: WorkerInfo) -> dict[str, Any]:
     """The task's worker_info with the speed and CPU features the worker sends with
     its results (the official worker measures them when its task starts, after
-    request_task), as the reference keeps them; the same object when they have
-    not changed, so the update does not rewrite the column."""
-    if stored.get("nps") == worker.nps and stored.get("ARCH") == worker.ARCH:
+    request_task), as the reference keeps them, and the nps Arbiter's worker
+    measured in the task's games (`game_nps`, kept once sent); the same object
+    when they have not changed, so the update does not rewrite the column."""
+    game_nps = worker.game_nps or stored.get("game_nps")
+    if (
+        stored.get("nps") == worker.nps
+        and stored.get("ARCH") == worker.ARCH
+        and stored.get("game_nps") == game_nps
+    ):
         return stored
-    return {**stored, "nps": worker.nps, "ARCH": worker.ARCH}
+    measured = {**stored, "nps": worker.nps, "ARCH": worker.ARCH}
+    if game_nps:
+        measured["game_nps"] = game_nps
+    return measured

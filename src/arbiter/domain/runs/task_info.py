@@ -24,7 +24,11 @@ _shared_values: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 def task_worker_info(worker: WorkerInfo, remote_addr: str) -> dict[str, Any]:
     """The worker_info a new task stores: what the worker sent, and where from."""
-    info = {name: _shared(getattr(worker, name)) for name in worker.__struct_fields__}
+    info = {
+        name: _shared(getattr(worker, name))
+        for name in worker.__struct_fields__
+        if name != "game_nps"  # measured in the task's games: update_task brings it
+    }
     info["remote_addr"] = remote_addr
     info["country_code"] = "?"
     return info
