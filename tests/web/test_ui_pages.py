@@ -136,6 +136,7 @@ def test_contributors_and_machines(client: TestClient, repo_url: str) -> None:
     assert "Playing now" in machine
     assert f"/tests/view/{run_id}" in machine
     assert 'id="worker-history"' in machine  # its latest runs: its health over time
+    assert '<td data-label="Mnps reported / in games">0.80 / –</td>' in machine
     assert "Not playing right now" in client.get("/workers/alice-4cores-abc").text
 
 

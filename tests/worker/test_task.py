@@ -4,6 +4,7 @@ The match is replaced by a scripted one (results decided in advance), so
 these tests are about what the task reports and when.
 """
 
+import dataclasses
 import io
 import threading
 from collections.abc import Generator, Sequence
@@ -148,6 +149,18 @@ def test_fixed_games_report_at_the_cadence_and_at_the_end(tmp_path: Path) -> Non
     assert updates(server)[-1]["stats"]["pentanomial"] == [0, 0, 0, 0, 10]
     assert isinstance(ctx.status.stream, io.StringIO)
     assert "games 20/20" in ctx.status.stream.getvalue()
+
+
+def test_the_games_nps_goes_with_the_reports_once_enough_was_searched(tmp_path: Path) -> None:
+    """Each game searched 6 s at 1.2 Mnps on 2 threads: after 4 games (24 s of
+    search) the reports carry 600,000 nps per thread, set once for the task."""
+    server = reporting_server()
+    ctx = context(tmp_path, server)
+    a = assignment(num_games=20, tc="N=320000", threads=2)
+    timed = dataclasses.replace(WIN_WIN[0], nodes=7_200_000, search_ms=6000)
+    pair = (timed, dataclasses.replace(WIN_WIN[1], nodes=7_200_000, search_ms=6000))
+    _play_games(ctx, _Progress(a), ScriptedMatch([pair] * 10), BOOK)
+    assert [u["worker_info"]["game_nps"] for u in updates(server)] == [600_000.0, 600_000.0]
 
 
 def test_sprt_reports_only_whole_batches(tmp_path: Path) -> None:

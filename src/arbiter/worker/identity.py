@@ -56,6 +56,11 @@ def make_worker_info(
     )
 
 
+def with_game_nps(info: WorkerInfo, game_nps: float) -> WorkerInfo:
+    """The same worker with the nps its engines searched at in its games (0: not yet)."""
+    return msgspec.structs.replace(info, game_nps=game_nps)
+
+
 def with_measurements(info: WorkerInfo, *, arch: str, nps: float) -> WorkerInfo:
     """The same worker after measuring its engine: CPU features and speed."""
     return msgspec.structs.replace(info, ARCH=arch, nps=round(nps, 1))

@@ -27,7 +27,7 @@ from arbiter.worker.config import WorkerConfig
 from arbiter.worker.control import Control
 from arbiter.worker.engines import BuiltEngine, EngineCache
 from arbiter.worker.errors import FatalError, RunError, WorkerError
-from arbiter.worker.identity import with_measurements
+from arbiter.worker.identity import with_game_nps, with_measurements
 from arbiter.worker.match import (
     REFERENCE_RULES,
     EngineSetup,
@@ -56,6 +56,7 @@ log = logging.getLogger("arbiter.worker.task")
 LTC = "60+0.6"  # the long time control the reporting cadence is measured against
 GAMES_PER_SLOT = 4  # games per slot between fixed-games reports at LTC (reference 2.5.7)
 SPEED_FRESH_SECONDS = 600.0  # a clock run re-measures the machine's speed after this
+GAME_SPEED_SAMPLE_MS = 20_000  # engine search time summed before the game nps is sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,8 @@ class _Progress:
     outcomes: list[PairOutcome] = field(default_factory=list)
     nps: float = 0.0
     faults: int = 0  # crashes, stalls and time losses so far
+    nodes: int = 0  # the engines searched in this task's games
+    search_ms: int = 0
     # The run's SPRT (LLR, lower, upper bound): as given with the task, then
     # as the server says after each report.
     sprt_llr: tuple[float, float, float] | None = field(init=False)
@@ -128,6 +131,8 @@ def run_task(ctx: TaskContext, assignment: Assignment) -> None:
             _play_games(ctx, progress, match, book)
     finally:
         match.close()
+        # Measured on this task's engines: the next task measures its own.
+        ctx.client.worker_info = with_game_nps(ctx.client.worker_info, 0.0)
     # A stopped worker (SIGTERM) uploads the games it reported, then hands the task back.
     if not assignment.spsa and progress.reported.games > 0:
         _upload_pgn(ctx, progress)
@@ -342,6 +347,7 @@ class _GameReports:
         """Count a pair and report when due; False when the task is over."""
         p = self.p
         p.stats.add_pair(outcome.games)
+        _measure_game_speed(self.ctx, p, outcome)
         p.outcomes.append(outcome)
         _tell_faults(self.ctx, p, outcome)
         pairs = sum(p.stats.pentanomial)
@@ -406,6 +412,7 @@ def _play_spsa(ctx: TaskContext, p: _Progress, match: Match, book: list[Opening]
             with closing(match.play(jobs, ctx.control.task_abort)) as outcomes:
                 for outcome in outcomes:
                     p.stats.add_pair(outcome.games)
+                    _measure_game_speed(ctx, p, outcome)
                     _tell_faults(ctx, p, outcome)
                     _show(ctx, p)
         except MatchError as error:
@@ -416,6 +423,23 @@ def _play_spsa(ctx: TaskContext, p: _Progress, match: Match, book: list[Opening]
             return
         if this_batch.illegal_moves:
             raise RunError("an engine played an illegal move in an SPSA batch")
+
+
+def _measure_game_speed(ctx: TaskContext, p: _Progress, outcome: PairOutcome) -> None:
+    """Sum the engines' searches; once GAME_SPEED_SAMPLE_MS of them are in, the
+    nodes per second per thread they searched at goes with every report
+    (`game_nps`), set once a task: the server sets it against the bench
+    figure the time control was scaled by (domain/health.py)."""
+    if ctx.client.worker_info.game_nps:
+        return
+    for game in outcome.games:
+        p.nodes += game.nodes
+        p.search_ms += game.search_ms
+    if p.search_ms < GAME_SPEED_SAMPLE_MS:
+        return
+    per_thread = 1000.0 * p.nodes / p.search_ms / max(1, p.assignment.threads)
+    ctx.client.worker_info = with_game_nps(ctx.client.worker_info, round(per_thread, 1))
+    log.info("the engines searched at %.0f nps per thread in this task's games", per_thread)
 
 
 def _tell_faults(ctx: TaskContext, p: _Progress, outcome: PairOutcome) -> None:

@@ -15,6 +15,7 @@ from arbiter.worker.match.uci import (
     UciEngine,
     UnknownOption,
     parse_info,
+    parse_speed,
 )
 from tests.worker.support import STOCKFISH, fake_engine, needs_stockfish
 
@@ -33,6 +34,20 @@ from tests.worker.support import STOCKFISH, fake_engine, needs_stockfish
 )
 def test_parse_info(line: str, expected: tuple[int | None, int | None]) -> None:
     assert parse_info(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("info depth 12 score cp 34 nodes 150000 nps 1000000 time 150 pv e2e4", (150000, 150)),
+        ("info depth 1 score cp 3 nodes 20 time 0 pv e2e4", (0, 0)),  # too quick to time
+        ("info depth 12 score cp 34 nodes 1000 pv e2e4", (0, 0)),  # no time
+        ("info depth 12 score cp 34 nodes x time 3", (0, 0)),
+        ("info depth 12 score cp 34 time 30 nodes", (0, 0)),
+    ],
+)
+def test_parse_speed(line: str, expected: tuple[int, int]) -> None:
+    assert parse_speed(line) == expected
 
 
 def test_handshake_options_and_search(tmp_path: Path) -> None:
@@ -104,5 +119,7 @@ def test_stockfish(tmp_path: Path) -> None:
         found = engine.search("position startpos", "go nodes 2000", 10.0, None)
         assert found.move[:2] in {"e2", "d2", "g1", "c2", "b1", "e7", "g2", "a2", "h2", "f2", "b2"}
         assert found.score is not None
+        assert found.nodes >= 1  # its speed, from its last info line
+        assert found.search_ms >= 0
     finally:
         engine.quit()

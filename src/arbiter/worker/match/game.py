@@ -78,6 +78,8 @@ class GameRecord:
     duration: float  # wall seconds of the whole game
     thinking: float  # seconds the engines spent between `go` and `bestmove`
     detail: str = ""  # e.g. the illegal move
+    nodes: int = 0  # the engines searched, as they said in their last `info` lines
+    search_ms: int = 0  # the time those searches took, by the same lines
 
 
 class _Game:
@@ -97,6 +99,8 @@ class _Game:
         self.moves: list[MoveRecord] = []
         self.adjudicator = Adjudicator(rules.adjudication) if rules.adjudication else None
         self.thinking = 0.0
+        self.nodes = 0
+        self.search_ms = 0
 
     def position(self) -> str:
         if not self.all_moves:
@@ -129,6 +133,8 @@ def play_game(
         duration=time.monotonic() - started,
         thinking=game.thinking,
         detail=detail,
+        nodes=game.nodes,
+        search_ms=game.search_ms,
     )
 
 
@@ -218,6 +224,8 @@ def _collect(game: _Game, search: _Search, abort: threading.Event | None) -> Sea
     except EngineDisconnected:
         return _loss(white, "engine crashed", Fault.CRASH)
     game.thinking += found.elapsed
+    game.nodes += found.nodes
+    game.search_ms += found.search_ms
     if not clock.spend(found.elapsed, game.rules.time_margin):
         return _time_loss(white, game.board)
     return found

@@ -61,6 +61,8 @@ class SearchResult:
     score: int | None  # centipawns for the side to move; ±MATE_SCORE-ish for mates
     depth: int | None
     elapsed: float  # s from sending `go` to reading `bestmove`
+    nodes: int = 0  # searched, as the last `info ... score` line says (0: not said)
+    search_ms: int = 0  # the search's time by the same line
 
 
 class UciEngine:
@@ -198,7 +200,8 @@ class UciEngine:
         parts = line.split()
         move = parts[1] if len(parts) > 1 else "(none)"
         score, depth = parse_info(last_info) if last_info else (None, None)
-        return SearchResult(move, score, depth, elapsed)
+        nodes, search_ms = parse_speed(last_info)
+        return SearchResult(move, score, depth, elapsed, nodes, search_ms)
 
     def stop_search(self, abort: threading.Event | None = None) -> bool:
         """After a timeout: `stop` and drain to `bestmove`; False if it never came."""
@@ -252,6 +255,17 @@ class UciEngine:
             raise EngineDisconnected(f"{self.name} exited (code {process.returncode})")
         *complete, self._partial = (self._partial + chunk).split(b"\n")
         self._lines.extend(raw.decode("utf-8", "replace").rstrip("\r") for raw in complete)
+
+
+def parse_speed(line: str) -> tuple[int, int]:
+    """(nodes, milliseconds) of an `info` line; (0, 0) unless it says both."""
+    tokens = line.split()
+    try:
+        nodes = int(tokens[tokens.index("nodes") + 1])
+        search_ms = int(tokens[tokens.index("time") + 1])
+    except (ValueError, IndexError):
+        return 0, 0
+    return (nodes, search_ms) if nodes > 0 and search_ms > 0 else (0, 0)
 
 
 def parse_info(line: str) -> tuple[int | None, int | None]:
