@@ -14,7 +14,7 @@ from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage, Tx
 from arbiter.storage.base import NewUser
 from arbiter.storage.engine import make_engine, sqlite_url
-from arbiter.storage.records import QuarantineRecord, evolve
+from arbiter.storage.records import MachineHealthRecord, QuarantineRecord, evolve
 from tests.domain.runs.support import submit
 from tests.web.live_server import create_user
 
@@ -43,6 +43,30 @@ QUARANTINED = QuarantineRecord(
     ],
     [],
 )
+
+
+# The health check's records: root's two machines (its profile's table).
+MACHINE_HEALTH = [
+    MachineHealthRecord(
+        f"root-{cores}cores-0a0a0a0{cores % 10}",
+        "root",
+        time.time() - 600,
+        {
+            "runs": 12,
+            "authors": 5,
+            "tasks": 40,
+            "games": 31_500,
+            "crashes": cores,
+            "time_losses": 1,
+            "failed": 0,
+            "silent": 1,
+            "nps": 812_000.0,
+            "game_nps": 655_000.0 if cores == 16 else 0.0,
+            "evidence": {"crashes": ["0" * 24]} if cores == 16 else {},
+        },
+    )
+    for cores in (8, 16)
+]
 
 
 @dataclass(frozen=True)
@@ -77,6 +101,7 @@ def seed(data_dir: Path, repo_url: str) -> Seeded:
                 )
             )
             tx.quarantine.put(QUARANTINED)
+            tx.machine_health.replace_all(MACHINE_HEALTH)
         return _runs(storage, repo_url)
     finally:
         engine.dispose()

@@ -324,6 +324,11 @@ def test_the_pages_at_each_width(
     # ... and one's profile says the same of oneself, with the registration date.
     page.goto(f"{server.url}/user")
     expect(page.locator("#profile-facts")).to_contain_text("0 games · 0.0 CPU hours · 1 test")
+    health = page.locator("#my-machines-health")  # as the health check last found them
+    expect(health.locator("tbody tr")).to_have_count(2)
+    expect(health.locator("tfoot")).to_contain_text("63,000")
+    expect(health.locator("tbody tr").first).to_contain_text("0.81 / 0.66")
+    all_cells_shown(page, "table.machine-health")
     expect(page.locator("#profile-facts time")).to_be_visible()
     page.goto(f"{server.url}/contributors")
     page.fill("#contributor-user", "dave")

@@ -8,6 +8,7 @@ from arbiter.domain.health import (
     HealthRules,
     MachineRun,
     binomial_tail,
+    machine_records,
     poisson_tail,
     run_findings,
     verdicts,
@@ -122,3 +123,27 @@ def test_the_tails() -> None:
     assert poisson_tail(3, 0.0) == 0.0
     assert binomial_tail(2, 4, 0.5) == pytest.approx(11 / 16)
     assert binomial_tail(0, 4, 0.1) == pytest.approx(1.0)
+
+
+def test_a_machines_record_sums_its_runs_and_names_the_evidence() -> None:
+    runs = {
+        "r1": [machine("m1", crashes=3, silent=1, nps=1e6, game_nps=8e5), machine("m2")],
+        "r2": [machine("m1", run="r2", author="bob", time_losses=2, nps=2e6)],
+    }
+    finding = Finding("r2", "bob", "crashes", "x")
+    records = machine_records(runs, [("m1", finding), ("m1", finding)])
+    assert records["m1"] == {
+        "runs": 2,
+        "authors": 2,
+        "tasks": 8,
+        "games": 1000,
+        "crashes": 3,
+        "time_losses": 2,
+        "failed": 0,
+        "silent": 1,
+        "nps": 1.5e6,
+        "game_nps": 8e5,
+        "evidence": {"crashes": ["r2"]},
+    }
+    assert records["m2"]["evidence"] == {}
+    assert records["m2"]["nps"] == 0.0  # not known

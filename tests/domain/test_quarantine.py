@@ -145,3 +145,43 @@ def test_a_machines_health_over_time_is_its_latest_runs(storage: Storage) -> Non
     assert {h.author for h in history} <= {"carol", "dave"}
     assert all((h.tasks, h.games, h.crashes) == (1, 500, 12) for h in history)
     assert health(storage, []).history("nobody-8cores-00000000") == []
+
+
+def test_each_check_keeps_every_machines_record_and_its_owners_see_theirs(
+    storage: Storage,
+) -> None:
+    """The record of each machine over the window: counts, failed tasks from
+    the event log, and the evidence by kind; the next check replaces it."""
+    seed(storage, RUNS)
+    with storage.write() as tx:
+        tx.actions.add(
+            NewAction(
+                time=NOW - 600,
+                action="failed_task",
+                username="bob",
+                run_id=RUNS[0][0],
+                task_id=1,
+                worker="bob-8cores-00000001-5678",
+                message="the build failed",
+            )
+        )
+    checker = health(storage, [])
+    checker.check()
+    bad = checker.health_of(BAD)
+    assert bad is not None
+    assert (bad.username, bad.checked_at) == ("alice", NOW)
+    record = bad.record
+    assert (record["runs"], record["authors"], record["games"]) == (3, 2, 1500)
+    assert (record["crashes"], record["failed"], record["silent"]) == (36, 0, 0)
+    assert record["evidence"] == {"crashes": sorted(run for run, _ in RUNS)}
+    (alices,) = checker.health_of_owner("Alice")  # names are matched as usernames are
+    assert alices.worker_name == BAD
+    bobs = checker.health_of_owner("bob")
+    assert [m.worker_name for m in bobs] == [f"bob-8cores-0000000{i}" for i in range(5)]
+    assert [m.record["failed"] for m in bobs] == [0, 1, 0, 0, 0]
+    assert all(m.record["evidence"] == {} for m in bobs)
+    later = MachineHealth(
+        storage, take_back=lambda *_: 0, changed=lambda: None, clock=Clock(NOW + 15 * 86400)
+    )
+    later.check()  # nothing within its window: no record is left
+    assert later.health_of(BAD) is None

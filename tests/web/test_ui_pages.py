@@ -138,6 +138,17 @@ def test_contributors_and_machines(client: TestClient, repo_url: str) -> None:
     assert 'id="worker-history"' in machine  # its latest runs: its health over time
     assert '<td data-label="Mnps reported / in games">0.80 / –</td>' in machine
     assert "Not playing right now" in client.get("/workers/alice-4cores-abc").text
+    # The health check's record of the machine, on its page and its owner's profile.
+    health = state(client).health
+    assert health is not None
+    health.check()
+    record = client.get("/workers/alice-4cores-abcd").text
+    assert re.search(r'id="worker-record">.* 1 run of 1 author, 1 task, ', record)
+    assert "no evidence against it" in record
+    log_in(client, "alice")
+    profile = client.get("/user").text
+    assert 'id="my-machines-health"' in profile
+    assert '<a href="/workers/alice-4cores-abcd">alice-4cores-abcd</a>' in profile
 
 
 def test_the_owner_blocks_a_machine_from_its_page(client: TestClient) -> None:

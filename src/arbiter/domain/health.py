@@ -36,6 +36,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from arbiter.stats._math import chi2_sf
 from arbiter.stats.purge import chi2_residuals, residual_thresholds
@@ -56,6 +57,7 @@ class MachineRun:
     silent: int = 0  # tasks taken back because the machine went silent
     nps: float = 0.0  # what it reports (its bench), per thread
     game_nps: float = 0.0  # what it searched at in its games; 0: not measured
+    failed: int = 0  # tasks it gave up (failed_task): recorded, not evidence
 
     @property
     def speed(self) -> float | None:
@@ -223,3 +225,40 @@ def machine_findings(
 ) -> list[tuple[str, Finding]]:
     """Every run's findings (runs by id, each with its machines' records)."""
     return [pair for machines in runs.values() for pair in run_findings(machines, rules)]
+
+
+def machine_records(
+    runs: Mapping[str, Sequence[MachineRun]], findings: Iterable[tuple[str, Finding]]
+) -> dict[str, dict[str, Any]]:
+    """Each machine's record over the runs: counts, mean speeds, and the runs of
+    each kind of evidence against it (what its page and its owner's show)."""
+    evidence: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for name, finding in findings:
+        evidence[name][finding.kind].append(finding.run_id)
+    by_machine: dict[str, list[MachineRun]] = defaultdict(list)
+    for machines in runs.values():
+        for machine in machines:
+            by_machine[machine.worker_name].append(machine)
+    return {
+        name: _record(machines, evidence.get(name, {}))
+        for name, machines in sorted(by_machine.items())
+    }
+
+
+def _record(machines: Sequence[MachineRun], evidence: Mapping[str, list[str]]) -> dict[str, Any]:
+    counted = ("tasks", "games", "crashes", "time_losses", "failed", "silent")
+    record: dict[str, Any] = {
+        "runs": len(machines),
+        "authors": len({m.author for m in machines}),
+        **{name: sum(getattr(m, name) for m in machines) for name in counted},
+        "nps": _mean([m.nps for m in machines]),
+        "game_nps": _mean([m.game_nps for m in machines]),
+        "evidence": {kind: sorted(set(run_ids)) for kind, run_ids in sorted(evidence.items())},
+    }
+    return record
+
+
+def _mean(values: Sequence[float]) -> float:
+    """The mean of the known (non-zero) values; 0 when none is."""
+    known = [value for value in values if value > 0]
+    return sum(known) / len(known) if known else 0.0

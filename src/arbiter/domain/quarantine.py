@@ -19,6 +19,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from arbiter.domain import actions
 from arbiter.domain.accounts import User
@@ -29,14 +30,15 @@ from arbiter.domain.health import (
     HealthRules,
     MachineRun,
     machine_findings,
+    machine_records,
     verdicts,
 )
-from arbiter.domain.profile_fields import same_username
+from arbiter.domain.profile_fields import same_username, username_key
 from arbiter.protocol.workers import owner_of, short_from_long
 from arbiter.stats.purge import worker_row
 from arbiter.storage import Storage, Tx
 from arbiter.storage.base import MachineRunTotals, NewAction
-from arbiter.storage.records import QuarantineRecord
+from arbiter.storage.records import MachineHealthRecord, QuarantineRecord
 
 DAY = 86400.0
 WINDOW_DAYS = 14  # runs changed within this many days give evidence
@@ -77,16 +79,20 @@ class MachineHealth:
     def check(self) -> list[str]:
         """Quarantine the machines the rule convicts now; their names. [job executor]"""
         now = self._clock()
+        since = now - self._window
         with self._storage.read() as tx:
-            run_ids = tx.runs.updated_since(now - self._window, MAX_RUNS)
+            run_ids = tx.runs.updated_since(since, MAX_RUNS)
             totals = tx.tasks.machine_run_totals(run_ids)
-            silent = _silent_counts(tx.actions.worker_run_counts("dead_task", now - self._window))
+            silent = _short_counts(tx.actions.worker_run_counts("dead_task", since))
+            failed = _short_counts(tx.actions.worker_run_counts("failed_task", since))
             known = {record.worker_name: record for record in tx.quarantine.all()}
+        runs = _by_run(totals, silent, failed)
         findings = [
             (name, finding)
-            for name, finding in machine_findings(_by_run(totals, silent), self._rules)
+            for name, finding in machine_findings(runs, self._rules)
             if finding.run_id not in _dismissed(known.get(name))
         ]
+        self._keep_records(machine_records(runs, findings), now)
         convicted = [
             Conviction(name, evidence)
             for name, evidence in verdicts(findings, self._rules).items()
@@ -95,6 +101,15 @@ class MachineHealth:
         for conviction in convicted:
             self._quarantine(conviction, known.get(conviction.worker_name), now)
         return [conviction.worker_name for conviction in convicted]
+
+    def _keep_records(self, records: dict[str, dict[str, Any]], now: float) -> None:
+        """Every machine's record of now in place of the last check's."""
+        rows = [
+            MachineHealthRecord(name, username_key(owner_of(name)), now, record)
+            for name, record in records.items()
+        ]
+        with self._storage.write() as tx:
+            tx.machine_health.replace_all(rows)
 
     def _quarantine(
         self, conviction: Conviction, before: QuarantineRecord | None, now: float
@@ -158,6 +173,16 @@ class MachineHealth:
         browser notifications)."""
         return [record for record in self.queue() if record.since > since]
 
+    def health_of(self, worker_name: str) -> MachineHealthRecord | None:
+        """The machine's record as the last check found it (None: not seen within the window)."""
+        with self._storage.read() as tx:
+            return tx.machine_health.get(worker_name)
+
+    def health_of_owner(self, username: str) -> list[MachineHealthRecord]:
+        """The records of the account's machines, as the last check found them."""
+        with self._storage.read() as tx:
+            return tx.machine_health.of_user(username_key(username))
+
     def record_of(self, worker_name: str) -> QuarantineRecord | None:
         with self._storage.read() as tx:
             return tx.quarantine.get(worker_name)
@@ -203,8 +228,8 @@ def _dismissed(record: QuarantineRecord | None) -> set[str]:
     return set(record.dismissed) if record else set()
 
 
-def _silent_counts(by_worker: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
-    """Silent tasks by (short machine name, run): the log names the long name."""
+def _short_counts(by_worker: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    """Counts of a task action by (short machine name, run): the log names the long name."""
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for (worker, run_id), count in by_worker.items():
         counts[short_from_long(worker), run_id] += count
@@ -212,7 +237,9 @@ def _silent_counts(by_worker: dict[tuple[str, str], int]) -> dict[tuple[str, str
 
 
 def _by_run(
-    totals: Sequence[MachineRunTotals], silent: dict[tuple[str, str], int]
+    totals: Sequence[MachineRunTotals],
+    silent: dict[tuple[str, str], int],
+    failed: dict[tuple[str, str], int],
 ) -> dict[str, list[MachineRun]]:
     runs: dict[str, list[MachineRun]] = defaultdict(list)
     for t in totals:
@@ -231,6 +258,7 @@ def _by_run(
                 silent.get((t.worker_name, t.run_id), 0),
                 t.nps,
                 t.game_nps,
+                failed.get((t.worker_name, t.run_id), 0),
             )
         )
     return runs

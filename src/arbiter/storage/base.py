@@ -16,6 +16,7 @@ from arbiter.storage.records import (
     NetRecord,
     NetSearch,
     PgnInfo,
+    MachineHealthRecord,
     QuarantineRecord,
     RunRecord,
     SessionRecord,
@@ -174,6 +175,17 @@ class KVStore(Protocol):
 
     def set(self, key: str, value: Any) -> None: ...
     def delete(self, key: str) -> bool: ...
+
+
+class MachineHealthStore(Protocol):
+    def replace_all(self, records: Sequence[MachineHealthRecord]) -> None:
+        """The health check's findings of now, in place of the last ones."""
+        ...
+
+    def get(self, worker_name: str) -> MachineHealthRecord | None: ...
+    def of_user(self, username: str) -> list[MachineHealthRecord]:
+        """The machines whose names start with this account's, by name."""
+        ...
 
 
 class QuarantineStore(Protocol):

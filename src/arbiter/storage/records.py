@@ -74,6 +74,19 @@ class WorkerBlockRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class MachineHealthRecord:
+    """A machine's health over the health check's window, as it last found it.
+    `record` holds counts (runs, authors, tasks, games, crashes, time_losses,
+    failed, silent), the mean nps it reports and searched at (nps, game_nps)
+    and `evidence`: the runs of each kind of finding against it."""
+
+    worker_name: str
+    username: str
+    checked_at: float
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class QuarantineRecord:
     worker_name: str
     active: bool

@@ -249,6 +249,18 @@ actions = Table(
     Index(None, "worker", "time"),
 )
 
+# Each machine's health over the window, as the health check last found it
+# (domain/quarantine.py); its worker page and its owner's profile show it.
+machine_health = Table(
+    "machine_health",
+    metadata,
+    Column("worker_name", String(120), primary_key=True),
+    Column("username", String(64), nullable=False),  # its owner's username_key
+    Column("checked_at", Float, nullable=False),
+    Column("record", Document, nullable=False),  # MachineHealthRecord.record
+    Index(None, "username"),
+)
+
 # Machines the health rule quarantined (domain/quarantine.py): while `active`,
 # the scheduler refuses them; `evidence` is the findings that convicted them,
 # `dismissed` the runs whose findings an approver set aside by releasing it.

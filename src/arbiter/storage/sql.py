@@ -27,6 +27,7 @@ from arbiter.storage.base import (
     KVStore,
     NetStore,
     PgnStore,
+    MachineHealthStore,
     QuarantineStore,
     RunStore,
     SessionStore,
@@ -48,7 +49,11 @@ from arbiter.storage.sql_runs import SqlRunStore, SqlTaskStore
 from arbiter.storage.sql_sessions import SqlSessionStore
 from arbiter.storage.sql_tokens import SqlTokenStore
 from arbiter.storage.sql_users import SqlUserStore
-from arbiter.storage.sql_workers import SqlQuarantineStore, SqlWorkerBlockStore
+from arbiter.storage.sql_workers import (
+    SqlMachineHealthStore,
+    SqlQuarantineStore,
+    SqlWorkerBlockStore,
+)
 
 
 class Tx:
@@ -96,6 +101,10 @@ class Tx:
     @cached_property
     def quarantine(self) -> QuarantineStore:
         return SqlQuarantineStore(self.connection)
+
+    @cached_property
+    def machine_health(self) -> MachineHealthStore:
+        return SqlMachineHealthStore(self.connection)
 
     @cached_property
     def worker_blocks(self) -> WorkerBlockStore:

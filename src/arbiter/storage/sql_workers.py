@@ -1,11 +1,13 @@
-"""Blocked and quarantined workers (by short worker name) on SQL."""
+"""Blocked and quarantined workers, and the machines' health (by short worker
+name) on SQL."""
 
+from collections.abc import Sequence
 from dataclasses import asdict
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, delete, insert, select
 
-from arbiter.storage.records import QuarantineRecord, WorkerBlockRecord
-from arbiter.storage.schema import machine_quarantine, workers
+from arbiter.storage.records import MachineHealthRecord, QuarantineRecord, WorkerBlockRecord
+from arbiter.storage.schema import machine_health, machine_quarantine, workers
 from arbiter.storage.sql_common import upsert
 
 MAX_MESSAGE = 500  # the column's size, as in the reference
@@ -54,3 +56,26 @@ class SqlQuarantineStore:
     def all(self) -> list[QuarantineRecord]:
         query = select(machine_quarantine).order_by(machine_quarantine.c.since.desc())
         return [QuarantineRecord(**row._mapping) for row in self._connection.execute(query)]
+
+
+class SqlMachineHealthStore:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def replace_all(self, records: Sequence[MachineHealthRecord]) -> None:
+        self._connection.execute(delete(machine_health))
+        if records:
+            self._connection.execute(insert(machine_health), [asdict(r) for r in records])
+
+    def get(self, worker_name: str) -> MachineHealthRecord | None:
+        query = select(machine_health).where(machine_health.c.worker_name == worker_name)
+        row = self._connection.execute(query).one_or_none()
+        return None if row is None else MachineHealthRecord(**row._mapping)
+
+    def of_user(self, username: str) -> list[MachineHealthRecord]:
+        query = (
+            select(machine_health)
+            .where(machine_health.c.username == username)
+            .order_by(machine_health.c.worker_name)
+        )
+        return [MachineHealthRecord(**row._mapping) for row in self._connection.execute(query)]

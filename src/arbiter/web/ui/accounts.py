@@ -131,12 +131,13 @@ async def _profile_page(request: Request, extra: dict[str, Any], status: int = 2
     user = require_user(request)
     state = app_state(request)
     health = state.health
-    tokens, hooks, table, quarantined = await run_in_threadpool(
+    tokens, hooks, table, quarantined, machine_health = await run_in_threadpool(
         lambda: (
             state.accounts.list_tokens(user.username),
             state.webhooks.of_user(user.username),
             state.runs.contributors.table(),  # cached: a few hundred rows
             health.of_owner(user.username) if health is not None else [],
+            health.health_of_owner(user.username) if health is not None else [],
         )
     )
     context = {
@@ -144,6 +145,7 @@ async def _profile_page(request: Request, extra: dict[str, Any], status: int = 2
         "contribution": next((c for c in table if c.username == user.username), None),
         "tokens": tokens,
         "quarantined": quarantined,
+        "machine_health": machine_health,
         "errors": {},
         "new_token": None,
         "hooks": hooks,

@@ -276,16 +276,23 @@ async def _worker_page(request: Request, extra: dict[str, Any], status: int = 20
     found = await run_in_threadpool(_blocks(request).status, name)
     machines = await run_in_threadpool(app_state(request).runs.queries.machines)
     health = app_state(request).health
-    quarantine, history = (
-        await run_in_threadpool(lambda: (health.record_of(name), health.history(found.name)))
+    quarantine, history, record = (
+        await run_in_threadpool(
+            lambda: (
+                health.record_of(name),
+                health.history(found.name),
+                health.health_of(found.name),
+            )
+        )
         if health is not None
-        else (None, [])
+        else (None, [], None)
     )
     user = current_user(request)
     context = {
         "worker": found,
         "quarantine": quarantine,
         "history": history,
+        "health_record": record,
         "may_release": user is not None and user.is_approver,
         "playing": [m for m in machines if is_machine(m.task.worker_name, name)],
         "may_change": may_change(user, name),
