@@ -13,10 +13,10 @@ from arbiter.storage.action_search import ActionSearch
 from arbiter.storage.records import (
     ActionRecord,
     BookRecord,
+    MachineHealthRecord,
     NetRecord,
     NetSearch,
     PgnInfo,
-    MachineHealthRecord,
     QuarantineRecord,
     RunRecord,
     SessionRecord,
