@@ -101,7 +101,7 @@ def seed(data_dir: Path, repo_url: str) -> Seeded:
                 )
             )
             tx.quarantine.put(QUARANTINED)
-            tx.machine_health.replace_all(MACHINE_HEALTH)
+            tx.machine_health.put_many(MACHINE_HEALTH)
         return _runs(storage, repo_url)
     finally:
         engine.dispose()

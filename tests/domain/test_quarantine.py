@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine
 
+from arbiter.domain import quarantine
 from arbiter.domain.errors import NotFound, PermissionDenied
 from arbiter.domain.quarantine import MachineHealth
 from arbiter.domain.workers import BlockedMachines
@@ -185,3 +186,18 @@ def test_each_check_keeps_every_machines_record_and_its_owners_see_theirs(
     )
     later.check()  # nothing within its window: no record is left
     assert later.health_of(BAD) is None
+
+
+def test_records_are_written_a_few_at_a_time_and_all_kept(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short write each (the results thread waits for SQLite's write lock):
+    six machines in three transactions, every one kept, none left over."""
+    monkeypatch.setattr(quarantine, "RECORDS_PER_WRITE", 2)
+    seed(storage, RUNS)
+    checker = health(storage, [])
+    checker.check()
+    names = [
+        r.worker_name for r in (*checker.health_of_owner("alice"), *checker.health_of_owner("bob"))
+    ]
+    assert len(names) == 6

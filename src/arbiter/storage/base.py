@@ -178,8 +178,12 @@ class KVStore(Protocol):
 
 
 class MachineHealthStore(Protocol):
-    def replace_all(self, records: Sequence[MachineHealthRecord]) -> None:
-        """The health check's findings of now, in place of the last ones."""
+    def put_many(self, records: Sequence[MachineHealthRecord]) -> None:
+        """Insert or replace each machine's row."""
+        ...
+
+    def delete_checked_before(self, at: float) -> int:
+        """Drop the rows an earlier check wrote (machines no longer seen); how many."""
         ...
 
     def get(self, worker_name: str) -> MachineHealthRecord | None: ...

@@ -4,7 +4,8 @@ name) on SQL."""
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from arbiter.storage.records import MachineHealthRecord, QuarantineRecord, WorkerBlockRecord
 from arbiter.storage.schema import machine_health, machine_quarantine, workers
@@ -62,10 +63,20 @@ class SqlMachineHealthStore:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
 
-    def replace_all(self, records: Sequence[MachineHealthRecord]) -> None:
-        self._connection.execute(delete(machine_health))
-        if records:
-            self._connection.execute(insert(machine_health), [asdict(r) for r in records])
+    def put_many(self, records: Sequence[MachineHealthRecord]) -> None:
+        if not records:
+            return
+        dialect = postgresql if self._connection.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(machine_health)
+        replaced = {
+            name: statement.excluded[name] for name in ("username", "checked_at", "record")
+        }
+        statement = statement.on_conflict_do_update(index_elements=["worker_name"], set_=replaced)
+        self._connection.execute(statement, [asdict(record) for record in records])
+
+    def delete_checked_before(self, at: float) -> int:
+        statement = delete(machine_health).where(machine_health.c.checked_at < at)
+        return self._connection.execute(statement).rowcount
 
     def get(self, worker_name: str) -> MachineHealthRecord | None:
         query = select(machine_health).where(machine_health.c.worker_name == worker_name)
