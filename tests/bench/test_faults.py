@@ -1,8 +1,12 @@
-"""The PostgreSQL restart's recovery figure, from request times (plain values)."""
+"""The PostgreSQL restart's recovery figure, from request times (plain values),
+and the failover to a promoted replica, short, on real clusters."""
 
 import pytest
 
+from bench import faults
 from bench.faults import outage_recovery
+from tests import fresh_loop
+from tests.conftest import postgres_admin_url
 
 
 def test_recovery_runs_from_the_first_failed_request() -> None:
@@ -23,3 +27,21 @@ def test_recovery_waits_for_the_first_acknowledged_reply() -> None:
 def test_no_failure_is_said_so_not_shown_as_zero() -> None:
     recovery = outage_recovery(100.0, 106.0, [99.0], [106.2])
     assert recovery.text == "Recovery: no request failed while the database was down"
+
+
+@pytest.mark.slow
+def test_a_promoted_replica_takes_over_with_nothing_acknowledged_lost() -> None:
+    """bench/faults.py's failover, short: a primary with a synchronous replica
+    (scripts/postgres start-pair) behind one multi-host URL; under a reporting
+    fleet the primary dies (pg_ctl -m immediate) and the replica is promoted.
+    The server stays up, answers only JSON, serves again within 15 s and its
+    totals equal the ledger of acknowledged results."""
+    if postgres_admin_url() is None:
+        pytest.skip("PostgreSQL not available (set ARBITER_TEST_POSTGRES_URL)")
+    args = ["failover", "--workers", "40", "--speedup", "30", "--ramp", "2", "--settle", "8"]
+    args += ["--runs", "2", "--users", "2", "--no-pin"]
+    lines, failed = fresh_loop.run(faults.postgres_failover(faults.parse_args(args)))
+    assert failed == [], lines
+    report = "\n".join(lines)
+    assert "ledger exact" in report
+    assert "From the fault to the first acknowledged result" in report

@@ -30,6 +30,7 @@ from sqlalchemy.engine import URL, make_url
 from arbiter.storage.engine import normalize_url
 from arbiter.storage.errors import LeaseHeld, StorageError
 from arbiter.storage.lease import primary_lease
+from arbiter.storage.libpq import libpq_conninfo
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PG_DUMP_MAGIC = b"PGDMP"
@@ -161,7 +162,7 @@ def _run(command: list[str], url: URL) -> None:
     program = shutil.which(command[0])
     if program is None:
         raise BackupError(f"{command[0]} not found: install PostgreSQL's client programs")
-    libpq = url.set(drivername="postgresql", password=None).render_as_string(hide_password=False)
+    libpq = libpq_conninfo(url, with_password=False)
     environment = dict(os.environ)
     if url.password is not None:
         environment["PGPASSWORD"] = str(url.password)

@@ -26,6 +26,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event, text
@@ -81,11 +82,28 @@ def sqlite_url(data_dir: Path) -> str:
 
 
 def normalize_url(url: str) -> str:
-    """Map the URL forms operators write to the driver we ship (psycopg 3)."""
+    """Map the URL forms operators write to the driver we ship (psycopg 3); a
+    libpq multi-host URL (`postgresql://user@h1:5432,h2:5432/db?...`, for a
+    primary and its replicas) becomes SQLAlchemy's form of it, one `host`
+    parameter each."""
     for prefix in ("postgresql://", "postgres://", "postgresql+psycopg2://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
+            return _multi_host("postgresql+psycopg://", url[len(prefix) :])
     return url
+
+
+def _multi_host(scheme: str, rest: str) -> str:
+    """`user@h1:p1,h2:p2/db?q` -> `user@/db?host=h1:p1&host=h2:p2&q` (unchanged
+    without a comma among the hosts)."""
+    authority, _, path = rest.partition("/")
+    userinfo, at, hosts = authority.rpartition("@")
+    if "," not in hosts:
+        return scheme + rest
+    database, _, query = path.partition("?")
+    params = [f"host={quote(host, safe='')}" for host in hosts.split(",") if host]
+    if query:
+        params.append(query)
+    return f"{scheme}{userinfo}{at}/{database}?{'&'.join(params)}"
 
 
 def is_sqlite(url: str) -> bool:

@@ -11,6 +11,7 @@ from sqlalchemy.engine import URL
 from arbiter.storage.engine import describe_url, one_line
 from arbiter.storage.errors import DatabaseNotOpened, LeaseHeld
 from arbiter.storage.lease import ADVISORY_LOCK_KEY, REFUSAL, holder_name
+from arbiter.storage.libpq import libpq_conninfo
 
 # TCP keepalives on the lease connection, so a silent network loses the lease in
 # about half a minute rather than in the kernel's two hours.
@@ -29,7 +30,7 @@ class AdvisoryLockLease:
 
     def __init__(self, url: URL) -> None:
         self._shown = describe_url(url.render_as_string(hide_password=False))
-        self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._conninfo = libpq_conninfo(url)
         self._timeout: dict[str, int] = {}
         if "connect_timeout" not in url.query:
             self._timeout["connect_timeout"] = _CONNECT_TIMEOUT_SECONDS

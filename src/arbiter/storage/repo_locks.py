@@ -19,6 +19,7 @@ from typing import Protocol
 from sqlalchemy.engine import URL
 
 from arbiter.storage.engine import supported_url
+from arbiter.storage.libpq import libpq_conninfo
 
 # The advisory lock's first key ("GITR"), the second a hash of the repository:
 # the primary's lease uses a one-key lock, so the two never meet.
@@ -42,7 +43,7 @@ class NoRepoLocks:
 
 class AdvisoryRepoLocks:
     def __init__(self, url: URL) -> None:
-        self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._conninfo = libpq_conninfo(url)
 
     @contextlib.contextmanager
     def hold(self, key: str, timeout: float) -> Iterator[None]:

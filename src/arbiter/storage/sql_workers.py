@@ -68,9 +68,7 @@ class SqlMachineHealthStore:
             return
         dialect = postgresql if self._connection.dialect.name == "postgresql" else sqlite
         statement = dialect.insert(machine_health)
-        replaced = {
-            name: statement.excluded[name] for name in ("username", "checked_at", "record")
-        }
+        replaced = {name: statement.excluded[name] for name in ("username", "checked_at", "record")}
         statement = statement.on_conflict_do_update(index_elements=["worker_name"], set_=replaced)
         self._connection.execute(statement, [asdict(record) for record in records])
 
