@@ -277,7 +277,7 @@ async def _postgres_under_load(
         time.sleep(args.outage)
         pg_start(cluster, port)
 
-    what = f"the database was stopped (pg_ctl -m fast) for {args.outage:g} s under load"
+    what = f"fsync on; the database was stopped (pg_ctl -m fast) for {args.outage:g} s under load"
     lines, failed, timing = await _database_fault(scratch, args, url, restart, what)
     if timing.recovery.after_back > 10.0:
         failed.append("slow recovery: requests failed more than 10 s after the database was back")
@@ -306,7 +306,10 @@ async def postgres_failover(args: argparse.Namespace) -> tuple[list[str], list[s
             pg_ctl(pair / "primary", "-m", "immediate", "-w", "stop")
             pg_ctl(pair / "replica", "-w", "promote")
 
-        what = "the primary was stopped (pg_ctl -m immediate) and its replica promoted under load"
+        what = (
+            "fsync off, one synchronous replica; the primary was stopped (pg_ctl -m immediate)"
+            " and its replica promoted under load"
+        )
         try:
             lines, failed, timing = await _database_fault(scratch, args, url, failover, what)
         finally:
