@@ -13,6 +13,7 @@ from arbiter.domain.health import (
     run_findings,
     verdicts,
 )
+from arbiter.stats.purge import residual_thresholds
 
 RULES = HealthRules()
 
@@ -131,7 +132,7 @@ def test_a_machines_record_sums_its_runs_and_names_the_evidence() -> None:
         "r2": [machine("m1", run="r2", author="bob", time_losses=2, nps=2e6)],
     }
     finding = Finding("r2", "bob", "crashes", "x")
-    records = machine_records(runs, [("m1", finding), ("m1", finding)])
+    records = machine_records(runs, [("m1", finding), ("m1", finding)], RULES)
     assert records["m1"] == {
         "runs": 2,
         "authors": 2,
@@ -147,3 +148,17 @@ def test_a_machines_record_sums_its_runs_and_names_the_evidence() -> None:
     }
     assert records["m2"]["evidence"] == {}
     assert records["m2"]["nps"] == 0.0  # not known
+
+
+def test_a_record_keeps_the_machines_worst_residual_against_its_runs_threshold() -> None:
+    runs = {
+        "r1": fleet(machine("m3", score=0.8)),
+        "r2": [machine(f"m{i}", run="r2") for i in range(20)],
+    }
+    records = machine_records(runs, [], RULES)
+    z99 = residual_thresholds(20)[1]
+    assert records["m3"]["residual_threshold"] == round(z99, 2)
+    assert records["m3"]["residual"] > z99  # r1, where it reported other results
+    assert records["m4"]["residual"] < z99
+    few = machine_records({"r3": [machine("m1", run="r3"), machine("m2", run="r3")]}, [], RULES)
+    assert "residual" not in few["m1"]  # too few machines to say

@@ -69,6 +69,9 @@ class MachineRun:
         return self.crashes + self.time_losses
 
 
+RESIDUAL_SHOWN = 99.0  # a residual "beyond all doubt" (infinite) is kept as this in a record
+
+
 @dataclass(frozen=True, slots=True)
 class HealthRules:
     min_runs: int = 3
@@ -131,16 +134,28 @@ def _failure_findings(
 def _residual_findings(
     machines: Sequence[MachineRun], rules: HealthRules
 ) -> Iterable[tuple[str, Finding]]:
-    if len(machines) < rules.min_machines:
+    residuals = run_residuals(machines, rules)
+    if residuals is None:
         return
-    result = chi2_residuals({m.worker_name: m.rows for m in machines})
-    _, z99 = residual_thresholds(len(result.residual))
+    by_machine, z99 = residuals
     for machine in machines:
-        z = result.residual.get(machine.worker_name)
+        z = by_machine.get(machine.worker_name)
         if z is not None and z > z99:
             shown = "beyond all doubt" if math.isinf(z) else f"{z:.2f}"
             detail = f"residual {shown} against the run's 99% threshold {z99:.2f}"
             yield machine.worker_name, Finding(machine.run_id, machine.author, "residual", detail)
+
+
+def run_residuals(
+    machines: Sequence[MachineRun], rules: HealthRules
+) -> tuple[Mapping[str, float], float] | None:
+    """Each machine's χ² residual on the run, and the run's 99% threshold
+    (None on a run of too few machines to say)."""
+    if len(machines) < rules.min_machines:
+        return None
+    result = chi2_residuals({m.worker_name: m.rows for m in machines})
+    _, z99 = residual_thresholds(len(result.residual))
+    return result.residual, z99
 
 
 def _silent_findings(
@@ -228,24 +243,38 @@ def machine_findings(
 
 
 def machine_records(
-    runs: Mapping[str, Sequence[MachineRun]], findings: Iterable[tuple[str, Finding]]
+    runs: Mapping[str, Sequence[MachineRun]],
+    findings: Iterable[tuple[str, Finding]],
+    rules: HealthRules,
 ) -> dict[str, dict[str, Any]]:
-    """Each machine's record over the runs: counts, mean speeds, and the runs of
-    each kind of evidence against it (what its page and its owner's show)."""
+    """Each machine's record over the runs: counts, mean speeds, its worst χ²
+    residual against its run's 99% threshold, and the runs of each kind of
+    evidence against it (what its page and its owner's show)."""
     evidence: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for name, finding in findings:
         evidence[name][finding.kind].append(finding.run_id)
     by_machine: dict[str, list[MachineRun]] = defaultdict(list)
+    worst: dict[str, tuple[float, float]] = {}  # (residual over threshold, threshold)
     for machines in runs.values():
+        residuals = run_residuals(machines, rules)
         for machine in machines:
             by_machine[machine.worker_name].append(machine)
+            z = residuals[0].get(machine.worker_name) if residuals else None
+            if residuals is not None and z is not None:
+                margin = min(z, RESIDUAL_SHOWN) - residuals[1]
+                if machine.worker_name not in worst or margin > worst[machine.worker_name][0]:
+                    worst[machine.worker_name] = (margin, residuals[1])
     return {
-        name: _record(machines, evidence.get(name, {}))
+        name: _record(machines, evidence.get(name, {}), worst.get(name))
         for name, machines in sorted(by_machine.items())
     }
 
 
-def _record(machines: Sequence[MachineRun], evidence: Mapping[str, list[str]]) -> dict[str, Any]:
+def _record(
+    machines: Sequence[MachineRun],
+    evidence: Mapping[str, list[str]],
+    worst: tuple[float, float] | None,
+) -> dict[str, Any]:
     counted = ("tasks", "games", "crashes", "time_losses", "failed", "silent")
     record: dict[str, Any] = {
         "runs": len(machines),
@@ -255,6 +284,10 @@ def _record(machines: Sequence[MachineRun], evidence: Mapping[str, list[str]]) -
         "game_nps": _mean([m.game_nps for m in machines]),
         "evidence": {kind: sorted(set(run_ids)) for kind, run_ids in sorted(evidence.items())},
     }
+    if worst is not None:  # its worst run's residual, and that run's 99% threshold
+        margin, threshold = worst
+        record["residual"] = round(margin + threshold, 2)
+        record["residual_threshold"] = round(threshold, 2)
     return record
 
 

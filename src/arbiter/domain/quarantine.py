@@ -93,7 +93,7 @@ class MachineHealth:
             for name, finding in machine_findings(runs, self._rules)
             if finding.run_id not in _dismissed(known.get(name))
         ]
-        self._keep_records(machine_records(runs, findings), now)
+        self._keep_records(machine_records(runs, findings, self._rules), now)
         convicted = [
             Conviction(name, evidence)
             for name, evidence in verdicts(findings, self._rules).items()
