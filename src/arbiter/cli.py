@@ -62,7 +62,10 @@ def _add_server_commands(commands: "argparse._SubParsersAction[argparse.Argument
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1; env ARBITER_HOST)")
     serve.add_argument("--port", type=int, help="port (default 8000; env ARBITER_PORT)")
     serve.add_argument(
-        "--role", choices=["primary", "secondary"], help="instance role (default primary)"
+        "--role",
+        choices=["primary", "secondary", "standby"],
+        help="instance role (default primary); a standby waits for the primary's lease"
+        " and then serves as the primary (PostgreSQL only)",
     )
     _add_storage_options(serve)
 

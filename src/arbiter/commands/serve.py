@@ -12,7 +12,10 @@ import os
 import shutil
 import socket
 import sys
+import threading
+from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 from sqlalchemy.engine import make_url
@@ -21,13 +24,18 @@ from starlette.types import ASGIApp
 from arbiter.runtime.bootstrap import check_files, open_database, settings_from_args
 from arbiter.runtime.settings import Settings, SettingsError
 from arbiter.storage import StorageError
-from arbiter.storage.lease import primary_lease
+from arbiter.storage.engine import is_sqlite
+from arbiter.storage.lease import PrimaryLease, primary_lease
 from arbiter.web.app import create_app, require_single_process_on_primary
 from arbiter.web.connection_limits import ConnectionLimits, protocol_class, raise_fd_limit
 from arbiter.web.logs import JsonFormatter, configure_logging
+from arbiter.web.standby import standby_app
 
 BACKLOG = 16384
 DEFAULT_LIMITS = ConnectionLimits()
+STANDBY_POLL_SECONDS = 1.0  # how often a standby asks for the primary's lease
+
+log = logging.getLogger("arbiter.serve")
 
 
 class PortUnavailable(Exception):  # noqa: N818 - named for what happened
@@ -80,6 +88,72 @@ def banner(settings: Settings, database: str) -> str:
     )
 
 
+def require_postgresql_standby(settings: Settings) -> None:
+    """A standby takes over a PostgreSQL database; on SQLite there is nothing to
+    stand by for (one machine holds the file, and its supervisor restarts the
+    primary)."""
+    if is_sqlite(settings.resolved_database_url):
+        raise SettingsError(
+            "a standby needs PostgreSQL (--database-url postgresql://...): on SQLite the "
+            "primary's machine holds the database, and restarting the primary is its failover"
+        )
+
+
+def standby_banner(settings: Settings) -> str:
+    shown = make_url(settings.resolved_database_url).render_as_string(hide_password=True)
+    return (
+        f"Arbiter standby on port {settings.port}: waiting for the primary's lease on {shown}\n"
+        f"  it serves as the primary once the primary is gone; meanwhile /readyz answers 503\n"
+    )
+
+
+class StandbyServer(uvicorn.Server):
+    """uvicorn serving the standby's app; remembers a stop signal, so a lease
+    taken while stopping is given back rather than served."""
+
+    signalled = False
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.signalled = True
+        super().handle_exit(sig, frame)
+
+
+def wait_as_standby(settings: Settings, listening: socket.socket) -> PrimaryLease | None:
+    """Serve the standby's app (web/standby.py) until this process holds the
+    primary's lease, polled every STANDBY_POLL_SECONDS in a thread of its own;
+    the lease, or None when the process was told to stop first. The listening
+    socket stays open throughout (uvicorn closes only its duplicate), so
+    workers' connections wait in its backlog while the primary starts."""
+    lease = primary_lease(settings.resolved_database_url)
+    config = uvicorn.Config(standby_app, log_level=settings.log_level, lifespan="on")
+    server = StandbyServer(config)
+    stopping = threading.Event()
+
+    def poll() -> None:
+        while True:
+            try:
+                if lease.try_acquire():
+                    log.warning("standby: the primary's lease is ours: starting as the primary")
+                    server.should_exit = True
+                    return
+            except StorageError:
+                pass  # the database is away: ask again
+            if stopping.wait(STANDBY_POLL_SECONDS):
+                return
+
+    poller = threading.Thread(target=poll, name="arbiter-standby", daemon=True)
+    poller.start()
+    try:
+        server.run(sockets=[listening.dup()])
+    finally:
+        stopping.set()
+        poller.join()
+    if server.signalled or not lease.held:
+        lease.release()
+        return None
+    return lease
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """Everything an operator can get wrong is checked before uvicorn starts, in
     this order, each refusal one line on stderr and exit status 2: the settings,
@@ -91,8 +165,19 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         require_single_process_on_primary(settings, dict(os.environ))
+        if settings.role == "standby":
+            require_postgresql_standby(settings)
         listening = listening_socket(settings.host, settings.port)
-        lease = primary_lease(settings.resolved_database_url) if settings.is_primary else None
+        if settings.role == "standby":
+            configure_logging(settings.log_level, settings.log_format)
+            print(banner_output(settings, standby_banner(settings)), flush=True)
+            lease = wait_as_standby(settings, listening)
+            if lease is None:
+                listening.close()
+                return 0
+            settings = replace(settings, role="primary")
+        elif settings.is_primary:
+            lease = primary_lease(settings.resolved_database_url)
         database = open_database(settings, lease)
         check_files(settings)
         app = create_app(settings, tune_runtime=True, lease=lease)

@@ -35,7 +35,7 @@ def half_the_cpus() -> int:
     return max(1, len(os.sched_getaffinity(0)) // 2)
 
 
-Role = Literal["primary", "secondary"]
+Role = Literal["primary", "secondary", "standby"]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -226,8 +226,10 @@ class Settings:
         return changed
 
     def validate(self) -> None:
-        if self.role not in ("primary", "secondary"):
-            raise SettingsError(f"ARBITER_ROLE must be primary or secondary, not {self.role!r}")
+        if self.role not in ("primary", "secondary", "standby"):
+            raise SettingsError(
+                f"ARBITER_ROLE must be primary, secondary or standby, not {self.role!r}"
+            )
         positive = ("port", "threadpool_tokens", "task_semaphore_size", "max_body_bytes")
         limits = ("max_header_bytes", "max_headers", "header_timeout_seconds")
         for name in (*positive, *limits, "body_timeout_seconds", "body_min_bytes_per_second"):

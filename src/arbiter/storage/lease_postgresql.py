@@ -41,6 +41,8 @@ class AdvisoryLockLease:
         return self._connection is not None
 
     def acquire(self) -> None:
+        if self.held:  # a standby that took it already (commands/serve.py)
+            return
         holder = self._try_lock()
         if holder is not None:
             raise LeaseHeld(

@@ -73,8 +73,9 @@ JOBS_STOP_SECONDS = 10.0  # how long shutdown waits for running jobs
 
 
 def require_single_process_on_primary(settings: Settings, environ: dict[str, str]) -> None:
-    """The primary owns the scheduler and in-memory run state: exactly one process."""
-    if not settings.is_primary:
+    """The primary owns the scheduler and in-memory run state: exactly one process
+    (a standby becomes the primary)."""
+    if settings.role == "secondary":
         return
     for name in ("WEB_CONCURRENCY", "UVICORN_WORKERS"):
         value = environ.get(name)

@@ -1,0 +1,94 @@
+"""A standby (`arbiter serve --role standby`) beside a primary on PostgreSQL:
+it serves only its health while the primary lives, and becomes the primary,
+live runs restored, once the primary is killed. On SQLite it is refused."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx2 as httpx
+
+from bench.lib import harness
+from tests.web.live_server import CHEAP_HASHING, LOCAL_GIT, Server, free_port, start_server, stop
+
+HANG_GUARD = 60.0  # seconds; the takeover itself takes about two (bench/faults.py)
+
+
+def start_standby(data_dir: Path, database_url: str) -> Server:
+    port = free_port()
+    env = {**os.environ, **CHEAP_HASHING, **LOCAL_GIT, "ARBITER_ROLE": "standby"}
+    args = [sys.executable, "-m", "arbiter", "serve", "--port", str(port)]
+    args += ["--data-dir", str(data_dir), "--database-url", database_url]
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir.parent / f"standby-{port}.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
+    server = Server(process, f"http://127.0.0.1:{port}", log)
+    wait_for(lambda: answers(server, "/healthz") == 200, server, "the standby's /healthz")
+    return server
+
+
+def answers(server: Server, path: str) -> int | None:
+    try:
+        return httpx.get(server.url + path, timeout=2.0).status_code
+    except httpx.TransportError:
+        return None
+
+
+def wait_for(done: Callable[[], bool], server: Server, what: str) -> float:
+    """Seconds until `done()`; fails past the hang guard or if the process exits."""
+    started = time.monotonic()
+    while not done():
+        assert server.process.poll() is None, f"{what}: exited\n{server.output()}"
+        assert time.monotonic() - started < HANG_GUARD, f"{what}: not yet\n{server.output()}"
+        time.sleep(0.1)
+    return time.monotonic() - started
+
+
+def test_a_standby_waits_on_its_health_then_takes_over_a_killed_primary(
+    tmp_path: Path, postgres_database_url: str
+) -> None:
+    url = postgres_database_url
+    accounts = harness.create_accounts(tmp_path / "primary", url, 1)
+    primary = start_server(tmp_path / "primary", url)
+    standby = start_standby(tmp_path / "standby", url)
+    try:
+        repo = harness.make_repo(tmp_path / "repo")
+        (run_id,) = harness.submit_runs(primary.url, accounts, repo, 1)
+        health = httpx.get(standby.url + "/healthz").json()
+        assert health == {"status": "alive", "role": "standby"}
+        ready = httpx.get(standby.url + "/readyz")
+        assert (ready.status_code, ready.json()["role"]) == (503, "standby")
+        body = {"password": accounts.workers[0][1], "worker_info": {"username": "fleet0"}}
+        refused = httpx.post(standby.url + "/api/request_version", json=body)
+        assert refused.status_code == 503
+        assert refused.headers["retry-after"]
+        assert "standby" in json.dumps(refused.json())
+        assert httpx.get(standby.url + "/api/active_runs").status_code == 503  # serves nothing
+
+        primary.process.kill()
+        primary.process.wait()
+        took = wait_for(lambda: answers(standby, "/readyz") == 200, standby, "the takeover")
+        print(f"standby ready {took:.2f} s after the primary was killed")
+        runs = httpx.get(standby.url + "/api/active_runs").json()
+        assert run_id in runs  # the live runs restored
+        assert "standby: the primary's lease is ours" in standby.output()
+    finally:
+        stop(standby)
+        stop(primary)
+
+
+def test_a_standby_on_sqlite_is_refused_in_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "ARBITER_ROLE": "standby"}
+    args = [sys.executable, "-m", "arbiter", "serve", "--port", str(free_port())]
+    args += ["--data-dir", str(tmp_path)]
+    done = subprocess.run(args, check=False, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "arbiter: a standby needs PostgreSQL (--database-url postgresql://...): on SQLite the "
+        "primary's machine holds the database, and restarting the primary is its failover"
+    )
