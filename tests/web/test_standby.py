@@ -1,9 +1,11 @@
 """A standby (`arbiter serve --role standby`) beside a primary on PostgreSQL:
 it serves only its health while the primary lives, and becomes the primary,
-live runs restored, once the primary is killed. On SQLite it is refused."""
+live runs restored, once the primary is killed or frozen; a frozen primary
+that wakes writes nothing. On SQLite a standby is refused."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,15 +14,22 @@ from pathlib import Path
 
 import httpx2 as httpx
 
+from arbiter.protocol.messages import Stats
 from bench.lib import harness
+from tests.domain.runs.support import pairs
+from tests.web.api_support import wire, worker_body
 from tests.web.live_server import CHEAP_HASHING, LOCAL_GIT, Server, free_port, start_server, stop
 
+BATCH = 16  # pairs: the SPRT batch of bench/lib/harness.py's runs
 HANG_GUARD = 60.0  # seconds; the takeover itself takes about two (bench/faults.py)
 
 
-def start_standby(data_dir: Path, database_url: str) -> Server:
+def start_standby(
+    data_dir: Path, database_url: str, extra_env: dict[str, str] | None = None
+) -> Server:
     port = free_port()
     env = {**os.environ, **CHEAP_HASHING, **LOCAL_GIT, "ARBITER_ROLE": "standby"}
+    env.update(extra_env or {})
     args = [sys.executable, "-m", "arbiter", "serve", "--port", str(port)]
     args += ["--data-dir", str(data_dir), "--database-url", database_url]
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -92,3 +101,49 @@ def test_a_standby_on_sqlite_is_refused_in_one_line(tmp_path: Path) -> None:
         "arbiter: a standby needs PostgreSQL (--database-url postgresql://...): on SQLite the "
         "primary's machine holds the database, and restarting the primary is its failover"
     )
+
+
+def test_a_frozen_primary_is_taken_over_and_writes_nothing_when_it_wakes(
+    tmp_path: Path, postgres_database_url: str
+) -> None:
+    """SIGSTOP keeps a primary's database sessions, and so its lease, but stops
+    its beat: the standby ends its sessions once the beat is 3 checks old and
+    takes over. Woken by SIGCONT, the old primary's writes are fenced off: its
+    update is not acknowledged and changes nothing, and the new primary's
+    totals are exactly what was acknowledged."""
+    url = postgres_database_url
+    fast = {"ARBITER_LEASE_CHECK_SECONDS": "1"}  # beat every second: frozen after 3
+    accounts = harness.create_accounts(tmp_path / "primary", url, 1)
+    name, token = accounts.workers[0]
+    primary = start_server(tmp_path / "primary", url, extra_env=fast)
+    standby = start_standby(tmp_path / "standby", url, extra_env=fast)
+    try:
+        repo = harness.make_repo(tmp_path / "repo")
+        (run_id,) = harness.submit_runs(primary.url, accounts, repo, 1)
+        body = worker_body(name, password=token)
+        task = httpx.post(primary.url + "/api/request_task", json=body).json()
+        assert task["run"]["_id"] == run_id, task
+        at = {"run_id": run_id, "task_id": task["task_id"]}
+
+        def update(server: Server, stats: Stats) -> httpx.Response:
+            sent = {**body, **at, "stats": wire(stats)}
+            return httpx.post(server.url + "/api/update_task", json=sent, timeout=30.0)
+
+        first = update(primary, pairs(ww=BATCH)).json()
+        assert first["task_alive"] is True, first  # acknowledged
+
+        os.kill(primary.process.pid, signal.SIGSTOP)
+        try:
+            took = wait_for(lambda: answers(standby, "/readyz") == 200, standby, "takeover")
+            print(f"standby ready {took:.2f} s after the primary was frozen")
+            assert update(standby, pairs(ww=2 * BATCH)).json()["task_alive"] is True
+        finally:
+            os.kill(primary.process.pid, signal.SIGCONT)
+        stale = update(primary, pairs(ww=3 * BATCH))  # its memory: one batch
+        assert stale.status_code == 503, stale.text
+        assert "ended its" in standby.output()
+        results = httpx.get(f"{standby.url}/api/get_run/{run_id}").json()["results"]
+        assert results["pentanomial"] == [0, 0, 0, 0, 2 * BATCH]  # what was acknowledged, once
+    finally:
+        stop(standby)
+        stop(primary)

@@ -23,17 +23,20 @@ from starlette.types import ASGIApp
 
 from arbiter.runtime.bootstrap import check_files, open_database, settings_from_args
 from arbiter.runtime.settings import Settings, SettingsError
-from arbiter.storage import StorageError
-from arbiter.storage.engine import is_sqlite
+from arbiter.storage import Storage, StorageError
+from arbiter.storage.engine import is_sqlite, make_engine
 from arbiter.storage.lease import PrimaryLease, primary_lease
 from arbiter.web.app import create_app, require_single_process_on_primary
 from arbiter.web.connection_limits import ConnectionLimits, protocol_class, raise_fd_limit
 from arbiter.web.logs import JsonFormatter, configure_logging
-from arbiter.web.standby import standby_app
+from arbiter.web.standby import HolderWatch, read_mark, standby_app
 
 BACKLOG = 16384
 DEFAULT_LIMITS = ConnectionLimits()
 STANDBY_POLL_SECONDS = 1.0  # how often a standby asks for the primary's lease
+# A primary whose beat has not changed for this many lease checks is frozen:
+# the standby ends its sessions and takes the lease.
+LEASE_EXPIRY_CHECKS = 3
 
 log = logging.getLogger("arbiter.serve")
 
@@ -128,6 +131,8 @@ def wait_as_standby(settings: Settings, listening: socket.socket) -> PrimaryLeas
     config = uvicorn.Config(standby_app, log_level=settings.log_level, lifespan="on")
     server = StandbyServer(config)
     stopping = threading.Event()
+    engine = make_engine(settings.resolved_database_url, pool_size=1)
+    watch = HolderWatch(LEASE_EXPIRY_CHECKS * settings.lease_check_seconds)
 
     def poll() -> None:
         while True:
@@ -136,6 +141,15 @@ def wait_as_standby(settings: Settings, listening: socket.socket) -> PrimaryLeas
                     log.warning("standby: the primary's lease is ours: starting as the primary")
                     server.should_exit = True
                     return
+                if watch.expired(read_mark(Storage(engine))):
+                    ended = lease.evict_holder()
+                    log.warning(
+                        "standby: the primary's beat stopped %g s ago: ended its %d session(s)",
+                        watch.expiry,
+                        ended,
+                    )
+                    watch.reset()
+                    continue  # its lease is free now
             except StorageError:
                 pass  # the database is away: ask again
             if stopping.wait(STANDBY_POLL_SECONDS):
@@ -148,6 +162,7 @@ def wait_as_standby(settings: Settings, listening: socket.socket) -> PrimaryLeas
     finally:
         stopping.set()
         poller.join()
+        engine.dispose()
     if server.signalled or not lease.held:
         lease.release()
         return None

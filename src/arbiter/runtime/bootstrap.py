@@ -331,11 +331,15 @@ def code_source(settings: Settings) -> CodeSource:
     return CodeSource(reader, work)
 
 
-def open_state(settings: Settings) -> AppState:
+def open_state(settings: Settings, claim: Callable[[Storage], None] | None = None) -> AppState:
+    """The process's state. `claim(storage)` marks the database as this
+    primary's before the live runs are loaded (storage/lease_fence.py)."""
     engine = make_engine(settings.resolved_database_url, request_seconds=settings.query_seconds)
     try:
         prepare_database(engine, secondary=not settings.is_primary)
         storage = Storage(engine)
+        if claim is not None:
+            claim(storage)
         gate = threading.Semaphore(settings.task_semaphore_size)
         files = file_store(storage, settings)
         books = open_books(storage, settings, files)

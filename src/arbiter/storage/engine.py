@@ -17,6 +17,8 @@ PostgreSQL is reached through psycopg 3; `postgresql://` URLs are accepted as is
 """
 
 import math
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -197,9 +199,13 @@ def _make_engine(url: str, pool_size: int) -> Engine:
     url = parsed.render_as_string(hide_password=False)
     if is_sqlite(url):
         return _sqlite_engine(url, pool_size)
-    connect_args = {}
+    connect_args: dict[str, object] = {}
     if "connect_timeout" not in parsed.query:
         connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_SECONDS
+    if "application_name" not in parsed.query:
+        # The process that holds each session: a standby ends every session of a
+        # frozen primary by this name (storage/lease_postgresql.py).
+        connect_args["application_name"] = process_name()[:63]
     return create_engine(
         url,
         json_serializer=encode_json,
@@ -210,6 +216,11 @@ def _make_engine(url: str, pool_size: int) -> Engine:
         pool_timeout=30,
         connect_args=connect_args,
     )
+
+
+def process_name() -> str:
+    """How this process names itself to PostgreSQL: host and pid."""
+    return f"arbiter on {socket.gethostname()} (pid {os.getpid()})"
 
 
 def _sqlite_engine(url: str, pool_size: int) -> Engine:

@@ -45,5 +45,12 @@ class DatabaseNotOpened(StorageError):  # noqa: N818 - named for what happened
     Commands stop at start-up with its message, one line an operator can act on."""
 
 
+class LeaseLost(StorageUnavailable):
+    """A write of a primary that is no longer the primary: another one took the
+    database over (storage/lease_fence.py); nothing was written. Its callers
+    answer as when the database is away, so workers retry, and reach the
+    new primary."""
+
+
 class LeaseHeld(StorageError):  # noqa: N818 - named for what happened
     """Another primary holds this database's lease (storage/lease.py)."""

@@ -53,6 +53,11 @@ class PrimaryLease(Protocol):
 
     def release(self) -> None: ...
 
+    def evict_holder(self) -> int:
+        """End the sessions of the process holding the lease (PostgreSQL: a
+        frozen primary's, for a standby); how many. Elsewhere 0."""
+        ...
+
 
 def primary_lease(database_url: str) -> PrimaryLease:
     """The lease for the database at `database_url` (DatabaseNotOpened: a URL we
@@ -90,6 +95,9 @@ class NoLease:
     def release(self) -> None:
         return None
 
+    def evict_holder(self) -> int:
+        return 0
+
 
 class LockFileLease:
     """An exclusive flock on `path`; the file keeps the holder's name for the
@@ -121,6 +129,9 @@ class LockFileLease:
 
     def release(self) -> None:
         self._close()
+
+    def evict_holder(self) -> int:
+        return 0  # the kernel holds the lock for a live process, frozen or not
 
     def _try_lock(self) -> bool:
         try:

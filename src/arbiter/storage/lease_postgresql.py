@@ -13,6 +13,8 @@ from arbiter.storage.errors import DatabaseNotOpened, LeaseHeld
 from arbiter.storage.lease import ADVISORY_LOCK_KEY, REFUSAL, holder_name
 from arbiter.storage.libpq import libpq_conninfo
 
+HOLDER_PREFIX = "arbiter primary "  # holder_name(); the pool's sessions say "arbiter on ..."
+
 # TCP keepalives on the lease connection, so a silent network loses the lease in
 # about half a minute rather than in the kernel's two hours.
 _KEEPALIVES = {
@@ -100,6 +102,29 @@ class AdvisoryLockLease:
             raise DatabaseNotOpened(
                 f"cannot reach the database {self._shown}: {one_line(error)}"
             ) from None
+
+    def evict_holder(self) -> int:
+        """End every session of the process holding the lease (a frozen
+        primary's: its lease session and its pool's, open transactions rolled
+        back), so the lease is free and nothing of that process commits any
+        more; how many sessions were ended."""
+        connection = self._connect()
+        try:
+            holder = self._holder(connection)
+            if not holder.startswith(HOLDER_PREFIX):
+                return 0
+            names = [holder, "arbiter " + holder.removeprefix(HOLDER_PREFIX)]
+            ended = connection.execute(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE application_name = ANY(%s) AND pid <> pg_backend_pid()",
+                (names,),
+            ).fetchone()
+            count = ended[0] if ended else 0
+            return count if isinstance(count, int) else 0
+        except psycopg.Error:
+            return 0
+        finally:
+            connection.close()
 
     @staticmethod
     def _holder(connection: "psycopg.Connection[tuple[object, ...]]") -> str:

@@ -10,7 +10,7 @@ writes. A new store is one more property on `Tx`.
 """
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 
@@ -149,10 +149,15 @@ class Storage:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # Run first in every write transaction once set: the primary's fence
+        # (storage/lease_fence.py), on PostgreSQL.
+        self.fence: Callable[[Connection], None] | None = None
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
         with _available(), write_transaction(self.engine) as connection:
+            if self.fence is not None:
+                self.fence(connection)
             yield Tx(connection)
 
     @contextmanager

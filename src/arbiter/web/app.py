@@ -168,7 +168,8 @@ def _lifespan(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threadpool_tokens
         _register_stack_dump()
-        state = holder.state = await run_in_threadpool(open_state, settings)
+        claim = keeper.claim if keeper is not None else None
+        state = holder.state = await run_in_threadpool(open_state, settings, claim)
         app.state.arbiter = state
         if keeper is not None:
             state.lease_held = lambda: keeper.serving

@@ -25,10 +25,10 @@ from arbiter.jobs import Job
 from arbiter.runtime.state import AppState
 from arbiter.storage import Storage, StorageError
 from arbiter.storage.lease import PrimaryLease
+from arbiter.storage.lease_fence import MARKER_KEY, LeaseFence, marker_token
 
 log = logging.getLogger("arbiter.lease")
 
-MARKER_KEY = "primary_lease"
 THREAD_NAME = "arbiter-lease"
 
 
@@ -42,16 +42,32 @@ class LeaseKeeper:
         self.serving = True
         self.token = secrets.token_hex(16)
         self._storage: Storage | None = None
+        self._since = 0.0
+        self._beats = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self, storage: Storage) -> None:
-        """Mark the database as ours and start checking. Blocking (threadpool)."""
+    def claim(self, storage: Storage) -> None:
+        """Mark the database as ours, before the live runs are loaded, and on
+        PostgreSQL fence every later write with that mark (storage/lease_fence.py).
+        Blocking (threadpool)."""
         self._storage = storage
+        self._since = time.time()
         with storage.write() as tx:
-            tx.kv.set(MARKER_KEY, {"token": self.token, "since": time.time()})
+            tx.kv.set(MARKER_KEY, self._marker())
+        if storage.engine.dialect.name == "postgresql":
+            storage.fence = LeaseFence(self.token)
+
+    def start(self, storage: Storage) -> None:
+        """Claim the database (unless done) and start checking. Blocking (threadpool)."""
+        if self._storage is None:
+            self.claim(storage)
         self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
         self._thread.start()
+
+    def _marker(self) -> dict[str, object]:
+        """The mark: this primary's token, and a beat a standby watches for change."""
+        return {"token": self.token, "since": self._since, "beat": self._beats}
 
     def stop(self) -> None:
         """Stop checking and give the lease back. Blocking (threadpool)."""
@@ -72,6 +88,7 @@ class LeaseKeeper:
         """One check; False once the keeper has given up for good."""
         intact = self.lease.check()
         if intact and self.serving:
+            self._beat()
             return True
         if not intact:
             if self.serving:
@@ -82,7 +99,7 @@ class LeaseKeeper:
                 )
             if not self._try_acquire():
                 return True
-        marker = self._marker()
+        marker = self._stored_token()
         if marker is None:
             return True  # the database cannot say yet: ask again next time
         if marker != self.token:
@@ -97,21 +114,34 @@ class LeaseKeeper:
         log.warning("primary lease taken again: serving the worker API")
         return True
 
+    def _beat(self) -> None:
+        """Tell a standby this primary is alive (on PostgreSQL, where one can wait):
+        it takes over a primary whose beat stops (web/standby.py)."""
+        assert self._storage is not None
+        if self._storage.engine.dialect.name != "postgresql":
+            return
+        self._beats += 1
+        try:
+            with self._storage.write() as tx:
+                tx.kv.set(MARKER_KEY, self._marker())
+        except StorageError:
+            pass  # the database is away, or another primary took over: the next check says
+
     def _try_acquire(self) -> bool:
         try:
             return self.lease.try_acquire()
         except StorageError:  # the database is still away
             return False
 
-    def _marker(self) -> str | None:
+    def _stored_token(self) -> str | None:
+        """The token in the database's mark; None when the database cannot say."""
         assert self._storage is not None
         try:
             with self._storage.read() as tx:
                 marker = tx.kv.get(MARKER_KEY)
         except StorageError:
             return None
-        token = marker.get("token") if isinstance(marker, dict) else None
-        return str(token) if token is not None else ""
+        return marker_token(marker) or ""
 
 
 def paused_without_lease(

@@ -9,9 +9,13 @@ command, which stops this app and starts the primary's once it holds it.
 """
 
 import json
+import time
+from collections.abc import Callable
 
 from starlette.types import Receive, Scope, Send
 
+from arbiter.storage import Storage, StorageError
+from arbiter.storage.lease_fence import MARKER_KEY
 from arbiter.web.middleware import send_body, send_error
 
 WAITING = "standby: this process serves once the primary is gone, retry shortly"
@@ -45,3 +49,38 @@ async def _lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
+
+
+class HolderWatch:
+    """Whether the primary holding the lease still beats: the beat in its mark
+    (web/lease.py writes a new one every ARBITER_LEASE_CHECK_SECONDS) must change
+    within `expiry` seconds of this process's own clock, so the two machines'
+    clocks are never compared. A frozen primary (SIGSTOP, a paused VM) keeps
+    its database sessions, and so its lease, but stops beating."""
+
+    def __init__(self, expiry: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.expiry = expiry
+        self._clock = clock
+        self._seen: object = None
+        self._since = clock()
+
+    def expired(self, mark: object) -> bool:
+        """Told the mark read now (None when it could not be read)."""
+        now = self._clock()
+        if mark is None or mark != self._seen:
+            self._seen, self._since = mark, now
+            return False
+        return now - self._since >= self.expiry
+
+    def reset(self) -> None:
+        self._seen, self._since = None, self._clock()
+
+
+def read_mark(storage: Storage) -> object:
+    """The primary's mark (token and beat), or None when it cannot be read."""
+    try:
+        with storage.read() as tx:
+            mark: object = tx.kv.get(MARKER_KEY)
+    except StorageError:
+        return None
+    return mark

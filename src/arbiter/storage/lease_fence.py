@@ -1,0 +1,44 @@
+"""Fencing: a primary that was frozen (SIGSTOP, a paused VM) and wakes after a
+standby took the database over must write nothing.
+
+Each primary writes a token of its own under MARKER_KEY in the kv table when
+it takes the lease (web/lease.py), before it loads the live runs. On
+PostgreSQL, where a standby can take over, every write transaction of the
+primary first reads that marker with a share lock held to its commit
+(`LeaseFence`): a marker that names another primary aborts the transaction
+(LeaseLost) before anything is written. A standby's claim (an UPDATE of the
+marker) waits for the writes that hold the share lock, and it loads the runs
+only after its claim, so a write either lands before the claim and is
+loaded, or is refused.
+"""
+
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from arbiter.storage.errors import LeaseLost
+from arbiter.storage.schema import kv
+
+MARKER_KEY = "primary_lease"
+
+
+def marker_token(value: Any) -> str | None:
+    """The primary's token in the marker's stored value."""
+    token = value.get("token") if isinstance(value, dict) else None
+    return None if token is None else str(token)
+
+
+class LeaseFence:
+    """The check of every write transaction of the primary holding `token`."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __call__(self, connection: Connection) -> None:
+        query = select(kv.c.value).where(kv.c.key == MARKER_KEY).with_for_update(read=True)
+        row = connection.execute(query).first()
+        if row is None or marker_token(row[0]) != self.token:
+            raise LeaseLost(
+                "another primary has taken this database over: this process's state is "
+                "stale and it writes nothing more; restart it"
+            )
