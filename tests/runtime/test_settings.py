@@ -151,7 +151,7 @@ def test_flags_are_checked_too() -> None:
 
 
 def test_an_unknown_role_is_refused() -> None:
-    refused("ARBITER_ROLE must be primary or secondary, not 'leader'", role="leader")
+    refused("ARBITER_ROLE must be primary, secondary or standby, not 'leader'", role="leader")
 
 
 POSITIVE = [
