@@ -5,6 +5,7 @@ Run:
   .venv/bin/python bench/faults.py storm --workers 10000 [--write]
   .venv/bin/python bench/faults.py postgres [--workers 300] [--write]
   .venv/bin/python bench/faults.py failover [--workers 300] [--write]
+  .venv/bin/python bench/faults.py standby --fault kill|freeze [--workers 300] [--write]
 
 kill: the simulated fleet (bench/lib/fleetsim.py) plays against a primary that is
   SIGKILLed at random moments and restarted on the same port; at the end the
@@ -21,12 +22,18 @@ failover: the same against a primary with a synchronous replica, reached through
   a multi-host URL; the primary is stopped at once and the replica promoted.
   Measured: from the fault to the first acknowledged result (goal 15 s), and
   the ledger (nothing acknowledged lost, nothing counted twice).
+standby: a primary and a standby on one PostgreSQL database behind a proxy that
+  follows /readyz; the primary is killed (--fault kill) or frozen (--fault
+  freeze, then woken). Measured: from the fault to the first acknowledged
+  result, and the ledger against the new primary.
 Exit status 1 when a gate fails.
 """
 
 import argparse
 import asyncio
+import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,9 +50,11 @@ from bench.fleet import reconcile
 from bench.lib import harness
 from bench.lib.fleetsim import Cadence, Chaos, Fleet, FleetConfig, clock, percentile
 from bench.lib.httpclient import Pool
+from bench.lib.ready_proxy import ReadyProxy
 from tests.web.live_server import Server, free_port, stop
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
+TAKEOVER_LIMIT = 120.0  # s: a standby that has not served by then has failed
 
 
 @dataclass
@@ -381,6 +390,113 @@ async def _database_fault(
     return lines, failed, timing
 
 
+# ---------------------------------------------------------------- a standby takes over
+
+
+async def standby_takeover(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """A primary and a standby (`serve --role standby`) on one PostgreSQL
+    database, the fleet reaching them through a proxy that sends each new
+    connection to whichever answers /readyz 200 (bench/lib/ready_proxy.py).
+    Under load the primary is killed (`--fault kill`, kill -9) or frozen
+    (`--fault freeze`, SIGSTOP, woken by SIGCONT once the standby serves).
+    Measured: from the fault to the first acknowledged result, and the
+    ledger against the new primary (nothing acknowledged lost or counted
+    twice, whatever the woken primary did)."""
+    root = harness.ROOT
+    with harness.scratch_dir("arbiter-standby-") as scratch:
+        scratch.chmod(0o755)  # the cluster belongs to the postgres user
+        cluster = scratch / "pg"
+        started = subprocess.run(
+            [str(root / "scripts" / "postgres"), "start", str(cluster), str(free_port())],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        try:
+            return await _standby_under_load(scratch, args, started.stdout.strip())
+        finally:
+            subprocess.run([str(root / "scripts" / "postgres"), "stop", str(cluster)], check=False)
+
+
+async def _standby_under_load(
+    scratch: Path, args: argparse.Namespace, url: str
+) -> tuple[list[str], list[str]]:
+    env = {"ARBITER_LEASE_CHECK_SECONDS": str(args.lease_check)}
+    accounts = harness.create_accounts(scratch / "primary", url, args.users)
+    primary = harness.start_arbiter(scratch / "primary", url, pin=False, extra_env=env)
+    standby_env = {**env, "ARBITER_ROLE": "standby"}
+    standby = harness.start_arbiter(
+        scratch / "standby", url, pin=False, extra_env=standby_env, ready="/healthz"
+    )
+    proxy = ReadyProxy([("127.0.0.1", primary.port), ("127.0.0.1", standby.port)])
+    port = await proxy.start()
+    pools: list[Pool] = []
+    try:
+        repo = harness.make_repo(scratch / "repo")
+        run_ids = harness.submit_runs(primary.url, accounts, repo, args.runs)
+        config = FleetConfig(
+            workers=args.workers,
+            cadence=Cadence.real(args.speedup),
+            chaos=Chaos(0.0, 0.0, 0.0),
+            tokens=accounts.workers,
+            ramp=args.ramp,
+            update_tries=args.update_tries,
+        )
+        pools = [Pool("127.0.0.1", port, 1) for _ in range(args.workers)]
+        fleet = Fleet(config, lambda index: pools[index])
+        playing = asyncio.create_task(fleet.run_until(clock() + 3600.0))
+        await asyncio.sleep(args.ramp + args.settle)
+        fleet.recorder.errors.clear()
+        fault = clock()
+        if args.fault == "kill":
+            primary.process.kill()
+        else:
+            os.kill(primary.process.pid, signal.SIGSTOP)
+        fleet.mark = fault
+        fleet.alive_after.clear()
+        while not fleet.alive_after and clock() - fault < TAKEOVER_LIMIT:
+            await asyncio.sleep(0.05)
+        served = min(fleet.alive_after.values(), default=float("nan")) - fault
+        if args.fault == "freeze":
+            os.kill(primary.process.pid, signal.SIGCONT)  # it wakes to a database taken over
+        await asyncio.sleep(args.settle)
+        fleet.stop_at = clock()
+        await playing
+        problems = reconcile(standby.url, fleet, run_ids)
+        crashes = harness.server_errors(standby)
+        alive = standby.process.poll() is None
+    finally:
+        await proxy.close()
+        for pool in pools:
+            pool.close()
+        stop(standby)
+        if primary.process.poll() is None:
+            os.kill(primary.process.pid, signal.SIGCONT)
+            stop(primary)
+    what = {
+        "kill": "killed (kill -9)",
+        "freeze": "frozen (SIGSTOP; SIGCONT once the standby served)",
+    }
+    lines = [
+        f"- {args.workers} workers at cadence x{args.speedup:g} on PostgreSQL 15 through a proxy"
+        f" that follows /readyz; the primary {what[args.fault]} under load; lease checks every"
+        f" {args.lease_check:g} s (a frozen primary's beat expires after three).",
+        f"- From the fault to the first acknowledged result on the standby: {served:.2f} s.",
+        f"- Standby {'stayed up' if alive else 'DIED'}; replies that were not JSON:"
+        f" {fleet.recorder.non_json}; unhandled exceptions on the new primary: {len(crashes)};"
+        f" {len(fleet.alive_after)} workers had results acknowledged after the fault;"
+        f" ledger {'exact' if not problems else 'DIFFERS'}.",
+        f"- Client-side errors by kind: {errors_text(fleet)}.",
+    ]
+    failed = list(problems)
+    if not alive or fleet.recorder.non_json or crashes:
+        failed.append("the new primary died, logged an exception or sent non-JSON replies")
+    limit = 10.0 + (3 * args.lease_check if args.fault == "freeze" else 0.0)
+    if not served <= limit:
+        failed.append(f"served {served:.1f} s after the fault (limit {limit:g} s)")
+    return lines, failed
+
+
 # ---------------------------------------------------------------- main
 
 SCENARIOS = {
@@ -388,12 +504,14 @@ SCENARIOS = {
     "storm": storm,
     "postgres": postgres_restart,
     "failover": postgres_failover,
+    "standby": standby_takeover,
 }
 TITLES = {
     "kill": "Faults: kill -9 loop",
     "storm": "Faults: restart storm",
     "postgres": "Faults: PostgreSQL restart under load",
     "failover": "Faults: PostgreSQL failover to a promoted replica under load",
+    "standby": "Faults: a standby takes over a killed or frozen primary under load",
 }
 
 
@@ -412,6 +530,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit", type=float, default=180.0, help="storm: give up after (s)")
     parser.add_argument("--graceful", action="store_true", help="storm: SIGTERM, not kill -9")
     parser.add_argument("--outage", type=float, default=5.0, help="postgres: s stopped")
+    parser.add_argument("--fault", choices=["kill", "freeze"], default="kill", help="standby")
+    parser.add_argument(
+        "--lease-check", type=int, default=5, help="standby: ARBITER_LEASE_CHECK_SECONDS"
+    )
     parser.add_argument("--update-tries", type=int, default=8)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--users", type=int, default=4)

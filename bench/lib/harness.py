@@ -170,14 +170,17 @@ def start_arbiter(
     pin: bool = True,
     source: Path | None = None,
     extra_env: Mapping[str, str] | None = None,
+    ready: str = "/api/active_runs",
 ) -> Server:
     """An Arbiter primary with its background jobs, pinned to the server core;
     from the package under `source` (a checkout's `src`) instead of this one's;
-    `extra_env` adds to (or overrides) its environment."""
+    `extra_env` adds to (or overrides) its environment; started once `ready`
+    answers 200 (a standby's: /healthz)."""
     env = {"ARBITER_LOG_LEVEL": "warning", **(extra_env or {})}
     if source is not None:
         env["PYTHONPATH"] = str(source)
-    return start_server(data_dir, database_url, env, port=port, cpus=SERVER_CPU if pin else "")
+    cpus = SERVER_CPU if pin else ""
+    return start_server(data_dir, database_url, env, port=port, cpus=cpus, ready=ready)
 
 
 def start_hello(log_dir: Path, port: int | None = None) -> Server:

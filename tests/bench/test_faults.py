@@ -45,3 +45,18 @@ def test_a_promoted_replica_takes_over_with_nothing_acknowledged_lost() -> None:
     report = "\n".join(lines)
     assert "ledger exact" in report
     assert "From the fault to the first acknowledged result" in report
+
+
+@pytest.mark.slow
+def test_a_standby_takes_over_a_frozen_primary_under_a_fleet() -> None:
+    """bench/faults.py's standby scenario, short: a fleet reports through a proxy
+    that follows /readyz while the primary is frozen, then woken; the standby
+    serves, and the ledger is exact against it (the woken primary wrote
+    nothing)."""
+    if postgres_admin_url() is None:
+        pytest.skip("PostgreSQL not available (set ARBITER_TEST_POSTGRES_URL)")
+    args = ["standby", "--fault", "freeze", "--lease-check", "1", "--workers", "40"]
+    args += ["--speedup", "30", "--ramp", "2", "--settle", "6", "--runs", "2", "--users", "2"]
+    lines, failed = fresh_loop.run(faults.standby_takeover(faults.parse_args([*args, "--no-pin"])))
+    assert failed == [], lines
+    assert "ledger exact" in "\n".join(lines)

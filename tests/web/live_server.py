@@ -56,8 +56,10 @@ def start_server(
     *,
     port: int | None = None,
     cpus: str = "",
+    ready: str = "/api/active_runs",
 ) -> Server:
-    """`cpus` pins the process (taskset list, e.g. "0"); `port` reuses a port (restarts)."""
+    """`cpus` pins the process (taskset list, e.g. "0"); `port` reuses a port (restarts);
+    started once `ready` answers 200 (a standby's: /healthz)."""
     port = port or free_port()
     env = {**os.environ, **CHEAP_HASHING, **LOCAL_GIT, **(extra_env or {})}
     pin = ["taskset", "-c", cpus] if cpus else []
@@ -80,20 +82,22 @@ def start_server(
         process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
     server = Server(process, f"http://127.0.0.1:{port}", log)
     try:
-        wait_until_serving(server)
+        wait_until_serving(server, path=ready)
     except BaseException:
         stop(server)
         raise
     return server
 
 
-def wait_until_serving(server: Server, timeout: float = 30.0) -> None:
+def wait_until_serving(
+    server: Server, timeout: float = 30.0, path: str = "/api/active_runs"
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise AssertionError(f"server exited early:\n{server.output()}")
         try:
-            if httpx.get(server.url + "/api/active_runs", timeout=1.0).status_code == 200:
+            if httpx.get(server.url + path, timeout=1.0).status_code == 200:
                 return
         except httpx.TransportError:
             pass

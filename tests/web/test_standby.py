@@ -18,7 +18,7 @@ from arbiter.protocol.messages import Stats
 from bench.lib import harness
 from tests.domain.runs.support import pairs
 from tests.web.api_support import wire, worker_body
-from tests.web.live_server import CHEAP_HASHING, LOCAL_GIT, Server, free_port, start_server, stop
+from tests.web.live_server import Server, free_port, start_server, stop
 
 BATCH = 16  # pairs: the SPRT batch of bench/lib/harness.py's runs
 HANG_GUARD = 60.0  # seconds; the takeover itself takes about two (bench/faults.py)
@@ -27,18 +27,8 @@ HANG_GUARD = 60.0  # seconds; the takeover itself takes about two (bench/faults.
 def start_standby(
     data_dir: Path, database_url: str, extra_env: dict[str, str] | None = None
 ) -> Server:
-    port = free_port()
-    env = {**os.environ, **CHEAP_HASHING, **LOCAL_GIT, "ARBITER_ROLE": "standby"}
-    env.update(extra_env or {})
-    args = [sys.executable, "-m", "arbiter", "serve", "--port", str(port)]
-    args += ["--data-dir", str(data_dir), "--database-url", database_url]
-    data_dir.mkdir(parents=True, exist_ok=True)
-    log = data_dir.parent / f"standby-{port}.log"
-    with log.open("w") as sink:
-        process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
-    server = Server(process, f"http://127.0.0.1:{port}", log)
-    wait_for(lambda: answers(server, "/healthz") == 200, server, "the standby's /healthz")
-    return server
+    role = {"ARBITER_ROLE": "standby", **(extra_env or {})}
+    return start_server(data_dir, database_url, role, ready="/healthz")
 
 
 def answers(server: Server, path: str) -> int | None:

@@ -53,3 +53,7 @@ class AppState:
     signup_proofs: SignupProofs = field(default_factory=lambda: SignupProofs("", 0))
     # Whether this process may serve the worker API: a primary's lease (web/lease.py).
     lease_held: Callable[[], bool] = lambda: True
+    # [THREAD] Whether the database's mark still names this primary (a read):
+    # /readyz asks, so a balancer stops sending to a primary woken after a
+    # standby took over before its lease thread has noticed (web/lease.py).
+    lease_confirmed: Callable[[], bool] = lambda: True

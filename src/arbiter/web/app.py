@@ -173,6 +173,7 @@ def _lifespan(
         app.state.arbiter = state
         if keeper is not None:
             state.lease_held = lambda: keeper.serving
+            state.lease_confirmed = keeper.confirmed
             await run_in_threadpool(keeper.start, state.storage)
         state.jobs = await run_in_threadpool(start_jobs, state, serving.job_table)
         compiling: asyncio.Future[None] | None = None

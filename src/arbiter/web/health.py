@@ -49,7 +49,7 @@ def readiness(state: AppState) -> dict[str, Any]:
         if status.state != "current":
             checks["schema"] = {"database": status.current, "code": status.head}
     if state.settings.is_primary:
-        checks["lease"] = state.lease_held()
+        checks["lease"] = state.lease_held() and state.lease_confirmed()
     return checks
 
 

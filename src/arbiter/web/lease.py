@@ -133,6 +133,10 @@ class LeaseKeeper:
         except StorageError:  # the database is still away
             return False
 
+    def confirmed(self) -> bool:
+        """Whether the database's mark names this primary now. Blocking (threadpool)."""
+        return self._storage is None or self._stored_token() == self.token
+
     def _stored_token(self) -> str | None:
         """The token in the database's mark; None when the database cannot say."""
         assert self._storage is not None
