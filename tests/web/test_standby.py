@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx2 as httpx
 
 from arbiter.protocol.messages import Stats
+from arbiter.web.standby import HolderWatch
 from bench.lib import harness
 from tests.domain.runs.support import pairs
 from tests.web.api_support import wire, worker_body
@@ -137,3 +138,20 @@ def test_a_frozen_primary_is_taken_over_and_writes_nothing_when_it_wakes(
     finally:
         stop(standby)
         stop(primary)
+
+
+def test_a_primarys_beat_expires_after_it_stops_changing() -> None:
+    now = [0.0]
+    watch = HolderWatch(15.0, clock=lambda: now[0])
+    mark = {"token": "t", "since": 1.0, "beat": 1}
+    assert not watch.expired(mark)
+    now[0] = 14.9
+    assert not watch.expired(mark)
+    now[0] = 15.0
+    assert watch.expired(mark)  # no new beat for 15 s
+    assert not watch.expired({**mark, "beat": 2})  # a new beat starts the count again
+    now[0] = 40.0
+    assert not watch.expired(None)  # unread: says nothing
+    assert not watch.expired({"token": "t", "since": 1.0})  # a primary that does not beat
+    now[0] = 100.0
+    assert not watch.expired({"token": "t", "since": 1.0})  # ... is never taken over

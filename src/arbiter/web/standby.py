@@ -65,9 +65,12 @@ class HolderWatch:
         self._since = clock()
 
     def expired(self, mark: object) -> bool:
-        """Told the mark read now (None when it could not be read)."""
+        """Told the mark read now (None when it could not be read). A mark
+        without a beat (a primary of a version that does not beat, during a
+        rolling upgrade) never expires."""
         now = self._clock()
-        if mark is None or mark != self._seen:
+        beats = isinstance(mark, dict) and "beat" in mark
+        if not beats or mark != self._seen:
             self._seen, self._since = mark, now
             return False
         return now - self._since >= self.expiry
