@@ -46,6 +46,8 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `tests` impor
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
+import httpx2 as httpx
+
 from bench.fleet import reconcile
 from bench.lib import harness
 from bench.lib.fleetsim import Cadence, Chaos, Fleet, FleetConfig, clock, percentile
@@ -452,7 +454,11 @@ async def _standby_under_load(
             primary.process.kill()
         else:
             os.kill(primary.process.pid, signal.SIGSTOP)
-        fleet.mark = fault
+        # Only the standby's answers count: a reply the primary sent just before
+        # the fault can still be read after it.
+        while not await asyncio.to_thread(is_ready, standby) and clock() - fault < TAKEOVER_LIMIT:
+            await asyncio.sleep(0.05)
+        fleet.mark = clock()
         fleet.alive_after.clear()
         while not fleet.alive_after and clock() - fault < TAKEOVER_LIMIT:
             await asyncio.sleep(0.05)
@@ -495,6 +501,14 @@ async def _standby_under_load(
     if not served <= limit:
         failed.append(f"served {served:.1f} s after the fault (limit {limit:g} s)")
     return lines, failed
+
+
+def is_ready(server: Server) -> bool:
+    """Whether the server's /readyz answers 200 (a primary holding its lease)."""
+    try:
+        return httpx.get(server.url + "/readyz", timeout=2.0).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 # ---------------------------------------------------------------- main

@@ -27,9 +27,11 @@ import asyncio
 import gc
 import json
 import sys
+import time
 from array import array
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `bench` and `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -313,14 +315,14 @@ def reconcile(url: str, fleet: Fleet, run_ids: list[str]) -> list[str]:
     problems = []
     with httpx.Client(base_url=url, timeout=60.0) as client:
         for run_id, task_id, entry in fleet.ledger.in_doubt():
-            stats = client.get(f"/api/get_task/{run_id}/{task_id}").json()["stats"]
+            stats = read_json(client, f"/api/get_task/{run_id}/{task_id}")["stats"]
             stored = (stats["wins"], stats["losses"], stats["draws"], tuple(stats["pentanomial"]))
             if stored not in (entry.acked, entry.in_doubt):
                 problems.append(f"task {run_id}/{task_id}: stored {stored}, ledger {entry}")
             entry.acked, entry.in_doubt = stored, None
         expected = fleet.ledger.totals()
         for run_id in run_ids:
-            results = client.get(f"/api/get_run/{run_id}").json()["results"]
+            results = read_json(client, f"/api/get_run/{run_id}")["results"]
             server = (
                 results["wins"],
                 results["losses"],
@@ -334,13 +336,26 @@ def reconcile(url: str, fleet: Fleet, run_ids: list[str]) -> list[str]:
     return problems
 
 
+def read_json(client: httpx.Client, path: str, patience: float = 60.0) -> Any:
+    """A GET's JSON once the server answers it: a 503 (a server shedding load on
+    a loaded host, or one just become the primary) is asked again, as a worker
+    would, for `patience` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        reply = client.get(path)
+        if reply.status_code != 503 or time.monotonic() > deadline:
+            reply.raise_for_status()
+            return reply.json()
+        time.sleep(0.5)
+
+
 def task_differences(client: httpx.Client, fleet: Fleet, run_id: str) -> list[str]:
     """The run's tasks whose stored stats differ from the ledger (diagnostics)."""
     found = []
     for (task_run, task_id), entry in sorted(fleet.ledger.tasks.items()):
         if task_run != run_id:
             continue
-        stats = client.get(f"/api/get_task/{run_id}/{task_id}").json()["stats"]
+        stats = read_json(client, f"/api/get_task/{run_id}/{task_id}")["stats"]
         stored = (stats["wins"], stats["losses"], stats["draws"], tuple(stats["pentanomial"]))
         if stored != entry.acked:
             found.append(f"  task {run_id}/{task_id}: stored {stored}, acknowledged {entry.acked}")
