@@ -38,7 +38,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -258,26 +259,32 @@ def outage_recovery(
     return Recovery(text, max(0.0, last_error - back))
 
 
+@contextmanager
+def postgres_cluster(directory: Path, action: str, *ports: int) -> Iterator[str]:
+    """`scripts/postgres ACTION DIRECTORY PORT...` (a cluster, or a pair),
+    stopped on leaving; its URL."""
+    directory.parent.chmod(0o755)  # the clusters belong to the postgres user
+    script = str(harness.ROOT / "scripts" / "postgres")
+    started = subprocess.run(
+        [script, action, str(directory), *map(str, ports)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    try:
+        yield started.stdout.strip()
+    finally:
+        subprocess.run([script, "stop", str(directory)], check=False)
+
+
 async def postgres_restart(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    root = harness.ROOT
     with harness.scratch_dir("arbiter-pgfault-") as scratch:
-        scratch.chmod(0o755)  # the cluster belongs to the postgres user
         cluster, port = scratch / "pg", free_port()
-        started = subprocess.run(
-            [str(root / "scripts" / "postgres"), "start", str(cluster), str(port)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        url = started.stdout.strip()
-        # Our own settings (fsync on): stop the scripts' instance, start ours.
-        pg_ctl(cluster, "-m", "fast", "-w", "stop")
-        pg_start(cluster, port)
-        try:
-            lines, failed = await _postgres_under_load(scratch, args, cluster, port, url)
-        finally:
-            subprocess.run([str(root / "scripts" / "postgres"), "stop", str(cluster)], check=False)
-    return lines, failed
+        with postgres_cluster(cluster, "start", port) as url:
+            # Our own settings (fsync on): stop the scripts' instance, start ours.
+            pg_ctl(cluster, "-m", "fast", "-w", "stop")
+            pg_start(cluster, port)
+            return await _postgres_under_load(scratch, args, cluster, port, url)
 
 
 async def _postgres_under_load(
@@ -301,17 +308,8 @@ async def postgres_failover(args: argparse.Namespace) -> tuple[list[str], list[s
     target_session_attrs=read-write. Under load the primary's processes are
     stopped at once (pg_ctl -m immediate, as if its machine died) and the
     replica is promoted (pg_ctl promote)."""
-    root = harness.ROOT
     with harness.scratch_dir("arbiter-pgfailover-") as scratch:
-        scratch.chmod(0o755)  # the clusters belong to the postgres user
-        pair, ports = scratch / "pg", (free_port(), free_port())
-        started = subprocess.run(
-            [str(root / "scripts" / "postgres"), "start-pair", str(pair), *map(str, ports)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        url = started.stdout.strip()
+        pair = scratch / "pg"
 
         def failover() -> None:
             pg_ctl(pair / "primary", "-m", "immediate", "-w", "stop")
@@ -321,10 +319,8 @@ async def postgres_failover(args: argparse.Namespace) -> tuple[list[str], list[s
             "fsync off, one synchronous replica; the primary was stopped (pg_ctl -m immediate)"
             " and its replica promoted under load"
         )
-        try:
+        with postgres_cluster(pair, "start-pair", free_port(), free_port()) as url:
             lines, failed, timing = await _database_fault(scratch, args, url, failover, what)
-        finally:
-            subprocess.run([str(root / "scripts" / "postgres"), "stop", str(pair)], check=False)
     served = timing.first_ack - timing.fault
     lines.insert(
         1, f"- From the fault to the first acknowledged result: {served:.2f} s (goal <= 15 s)."
@@ -404,20 +400,11 @@ async def standby_takeover(args: argparse.Namespace) -> tuple[list[str], list[st
     Measured: from the fault to the first acknowledged result, and the
     ledger against the new primary (nothing acknowledged lost or counted
     twice, whatever the woken primary did)."""
-    root = harness.ROOT
-    with harness.scratch_dir("arbiter-standby-") as scratch:
-        scratch.chmod(0o755)  # the cluster belongs to the postgres user
-        cluster = scratch / "pg"
-        started = subprocess.run(
-            [str(root / "scripts" / "postgres"), "start", str(cluster), str(free_port())],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        try:
-            return await _standby_under_load(scratch, args, started.stdout.strip())
-        finally:
-            subprocess.run([str(root / "scripts" / "postgres"), "stop", str(cluster)], check=False)
+    with (
+        harness.scratch_dir("arbiter-standby-") as scratch,
+        postgres_cluster(scratch / "pg", "start", free_port()) as url,
+    ):
+        return await _standby_under_load(scratch, args, url)
 
 
 async def _standby_under_load(

@@ -132,6 +132,7 @@ def wait_as_standby(settings: Settings, listening: socket.socket) -> PrimaryLeas
     server = StandbyServer(config)
     stopping = threading.Event()
     engine = make_engine(settings.resolved_database_url, pool_size=1)
+    storage = Storage(engine)  # to read the primary's mark
     watch = HolderWatch(LEASE_EXPIRY_CHECKS * settings.lease_check_seconds)
 
     def poll() -> None:
@@ -141,7 +142,7 @@ def wait_as_standby(settings: Settings, listening: socket.socket) -> PrimaryLeas
                     log.warning("standby: the primary's lease is ours: starting as the primary")
                     server.should_exit = True
                     return
-                if watch.expired(read_mark(Storage(engine))):
+                if watch.expired(read_mark(storage)):
                     ended = lease.evict_holder()
                     log.warning(
                         "standby: the primary's beat stopped %g s ago: ended its %d session(s)",

@@ -60,3 +60,18 @@ def insert_missing(connection: Connection, table: Table, rows: Sequence[Mapping[
         return
     insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
     connection.execute(insert(table).on_conflict_do_nothing(), list(rows))
+
+
+def upsert_many(
+    connection: Connection, table: Table, key: Sequence[str], rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """`upsert` for many rows in one statement: each row inserted, or its
+    stored row (the same `key` columns) given the row's other values."""
+    if not rows:
+        return
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    statement = insert(table)
+    replaced = {name: statement.excluded[name] for name in rows[0] if name not in key}
+    connection.execute(
+        statement.on_conflict_do_update(index_elements=list(key), set_=replaced), list(rows)
+    )

@@ -5,11 +5,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from sqlalchemy import Connection, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from arbiter.storage.records import MachineHealthRecord, QuarantineRecord, WorkerBlockRecord
 from arbiter.storage.schema import machine_health, machine_quarantine, workers
-from arbiter.storage.sql_common import upsert
+from arbiter.storage.sql_common import upsert, upsert_many
 
 MAX_MESSAGE = 500  # the column's size, as in the reference
 
@@ -64,13 +63,8 @@ class SqlMachineHealthStore:
         self._connection = connection
 
     def put_many(self, records: Sequence[MachineHealthRecord]) -> None:
-        if not records:
-            return
-        dialect = postgresql if self._connection.dialect.name == "postgresql" else sqlite
-        statement = dialect.insert(machine_health)
-        replaced = {name: statement.excluded[name] for name in ("username", "checked_at", "record")}
-        statement = statement.on_conflict_do_update(index_elements=["worker_name"], set_=replaced)
-        self._connection.execute(statement, [asdict(record) for record in records])
+        rows = [asdict(record) for record in records]
+        upsert_many(self._connection, machine_health, ["worker_name"], rows)
 
     def delete_checked_before(self, at: float) -> int:
         statement = delete(machine_health).where(machine_health.c.checked_at < at)
