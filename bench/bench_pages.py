@@ -83,10 +83,10 @@ def with_tasks(run: RunRecord, tasks: list[TaskRecord]) -> RunRecord:
     for index, one in enumerate(tasks, start=1):
         run = apply_change(run, None, one)
         if index % step == 0 or index == len(tasks):
-            if "sprt" in run.args:
+            if run.args.sprt is not None:
                 games = max(1.0, (run.wins + run.losses + run.draws) ** 0.5)
-                sprt = {**run.args["sprt"], "llr": (run.wins - run.losses) / games}
-                run = evolve(run, args={**run.args, "sprt": sprt})
+                sprt = {**run.args.sprt, "llr": (run.wins - run.losses) / games}
+                run = evolve(run, args=evolve(run.args, sprt=sprt))
             run = history.record(run)
     return run
 

@@ -70,13 +70,14 @@ def hold_tasks(storage: Storage, repo: str, tasks: int, runs_wanted: int) -> Hel
     owner, approver = make_user(storage, "owner"), make_user(storage, "root", approver=True)
     for _ in range(runs_wanted):
         approved_run(runs, owner, approver, repo, sprt=SPRT)
-    held, pairs_per_task = [], 0
+    held, pairs_per_task, sprt_batch = [], 0, 0
     for index in range(tasks):
         info = worker("owner", key=f"w{index:04d}")
         reply = take_task(runs, owner, info, addr=f"10.{index // 250}.0.{index % 250}")
         held.append((info, reply["run"]["_id"], reply["task_id"]))
         pairs_per_task = reply["run"]["my_task"]["num_games"] // 2
-    sprt_batch = int(runs.context.registry.states()[0].run.args["sprt"]["batch_size"])
+        # From the wire, which every revision this compares with shares.
+        sprt_batch = int(reply["run"]["args"]["sprt"]["batch_size"])
     return Held(runs, held, pairs_per_task, sprt_batch)
 
 

@@ -50,6 +50,7 @@ from arbiter.runtime.bootstrap import open_storage, password_hasher
 from arbiter.runtime.settings import Settings
 from arbiter.storage import Storage, Tx, schema
 from arbiter.storage.records import RunRecord, evolve
+from arbiter.storage.run_spec import RunSpec
 from bench.bench_pages import logged_in_client, start_server
 from bench.lib.command import command_line
 from bench.lib.fleetsim import worker_info
@@ -86,8 +87,8 @@ FISHTEST = Size(runs=250_000, tasks=10_000_000, actions=2_500_000)
 # ---- building ----
 
 
-def _templates() -> dict[str, dict[str, Any]]:
-    """Validated args of each kind of run, to copy with other branch names."""
+def _templates() -> dict[str, RunSpec]:
+    """Validated specs of each kind of run, to copy with other branch names."""
     base: dict[str, object] = {
         "tests_repo": "https://github.com/official-stockfish/Stockfish",
         "new_tag": "patch",
@@ -109,18 +110,20 @@ def owner_of(rng: random.Random) -> str:
     return "user0" if rng.random() < 0.08 else f"user{rng.randrange(1, USERS)}"
 
 
-def run_record(rng: random.Random, index: int, size: Size, templates: dict[str, Any]) -> RunRecord:
+def run_record(
+    rng: random.Random, index: int, size: Size, templates: dict[str, RunSpec]
+) -> RunRecord:
     kind = "ltc" if rng.random() < 0.2 else ("games" if rng.random() < 0.1 else "stc")
     owner = owner_of(rng)
     words = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(3, 12)))
     branch = f"{rng.choice(WORDS)}-{index}"
-    args = {**templates[kind], "new_tag": branch, "info": f"{words} {branch}", "username": owner}
+    spec = evolve(templates[kind], new_tag=branch, info=f"{words} {branch}", username=owner)
     start = NOW - 12 * YEAR + index * (12 * YEAR / size.runs)
     run_id = f"{int(start):08x}{index:016x}"
     live = index >= size.runs - LIVE_RUNS
     roll = rng.random()
     return evolve(
-        new_run_record(run_id, owner, args, start),
+        new_run_record(run_id, owner, spec, start),
         approved=True,
         approver="user1",
         finished=not live,
@@ -185,12 +188,12 @@ def tasks_of(
             totals[index] += value
         for index in range(5):
             penta_sum[index] += penta[index]
-    args = run.args
+    spec = run.args
     if not run.finished:  # still short of its games, or start-up would finish it
-        args = {**args, "num_games": max(int(args["num_games"]), 2 * totals[3])}
+        spec = evolve(spec, num_games=max(spec.num_games, 2 * totals[3]))
     run = evolve(
         run,
-        args=args,
+        args=spec,
         wins=totals[0],
         losses=totals[1],
         draws=totals[2],

@@ -125,8 +125,8 @@ def _runs(storage: Storage, repo_url: str) -> Seeded:
         for run_id, state, flags in decided:
             stored = tx.runs.get(run_id)
             assert stored is not None
-            sprt_args = {**stored.args, "sprt": {**stored.args["sprt"], "state": state}}
-            tx.runs.save(evolve(stored, args=sprt_args, wins=60, losses=40, draws=100, **flags))
+            spec = evolve(stored.args, sprt={**stored.args.sprt, "state": state})
+            tx.runs.save(evolve(stored, args=spec, wins=60, losses=40, draws=100, **flags))
         stored = tx.runs.get(plain)
         assert stored is not None
         for number in range(1, PLAIN_FINISHED):
@@ -161,15 +161,11 @@ def _coloured_results(tx: Tx, plain: str, green: str) -> dict[str, str]:
     template, accepted = tx.runs.get(plain), tx.runs.get(green)
     assert template is not None
     assert accepted is not None
-    sprt = accepted.args["sprt"]
+    sprt = accepted.args.sprt
     newest = template.last_updated + 10
     rows = {
         "blue": (
-            {
-                **accepted.args,
-                "info": "Simplify away",
-                "sprt": {**sprt, "elo0": -1.75, "elo1": 0.25},
-            },
+            evolve(accepted.args, info="Simplify away", sprt={**sprt, "elo0": -1.75, "elo1": 0.25}),
             {"wins": 60, "losses": 40, "draws": 100},
         ),
         "green": (
@@ -177,14 +173,14 @@ def _coloured_results(tx: Tx, plain: str, green: str) -> dict[str, str]:
             {"wins": 60, "losses": 10, "draws": 30, "pentanomial": (0, 2, 10, 20, 18)},
         ),
         "": (
-            {**accepted.args, "info": "Stopped at once", "sprt": {**sprt, "state": ""}},
+            evolve(accepted.args, info="Stopped at once", sprt={**sprt, "state": ""}),
             {"wins": 0, "losses": 0, "draws": 0},
         ),
     }
     colours = {plain: ""}
-    for number, (colour, (args, results)) in enumerate(rows.items(), start=1):
+    for number, (colour, (spec, results)) in enumerate(rows.items(), start=1):
         run_id = f"{int(plain, 16) + 1000 + number:024x}"
-        tx.runs.add(evolve(template, id=run_id, args=args, last_updated=newest + number, **results))
+        tx.runs.add(evolve(template, id=run_id, args=spec, last_updated=newest + number, **results))
         colours[run_id] = colour
     return colours
 
@@ -200,7 +196,7 @@ def _to_review(storage: Storage, run_id: str) -> None:
         assert run is not None
         nets = {"base_nets": ["nn-0000000000a1.nnue"], "new_nets": ["nn-0000000000b2.nnue"]}
         same = {"base_signature": "1234567", "new_signature": "1234567"}
-        tx.runs.save(evolve(run, args={**run.args, **nets, **same}))
+        tx.runs.save(evolve(run, args=evolve(run.args, **nets, **same)))
         document = tx.kv.get(f"code/{run_id}") or {}
         tx.kv.set(f"code/{run_id}", {**document, "warnings": [PENDING_WARNING]})
 
@@ -224,14 +220,14 @@ def _spsa_progress(storage: Storage, run_id: str) -> None:
     with storage.write() as tx:
         run = tx.runs.get(run_id)
         assert run is not None
-        spsa = dict(run.args["spsa"])
+        spsa = dict(run.args.spsa)
         spsa["iter"] = 100
         spsa["params"] = [{**p, "theta": p["theta"] + 2.5} for p in spsa["params"]]
         spsa["param_history"] = [
             [{"theta": p["start"] + step, "R": 0.002, "c": 10.0} for p in spsa["params"]]
             for step in (1.0, 2.0)
         ]
-        tx.runs.save(evolve(run, args={**run.args, "spsa": spsa}))
+        tx.runs.save(evolve(run, args=evolve(run.args, spsa=spsa)))
 
 
 class CatalogueDefault(AnyBook):

@@ -113,7 +113,7 @@ def _assert_runs(storage: Storage) -> None:
     assert sprt.finished
     assert sprt.approver == "Bob"
     assert sprt.start_time == T0.timestamp()
-    assert sprt.args["sprt"]["state"] == "accepted"
+    assert sprt.args.sprt["state"] == "accepted"
     assert [t.bad for t in sprt_tasks] == [False, True, False]
     assert sprt_tasks[0].worker_name == "worker1-4cores-abcd1234"
     assert sprt_tasks[0].remote_addr == "192.0.2.7"
@@ -122,13 +122,13 @@ def _assert_runs(storage: Storage) -> None:
     assert bad_copies[0]["residual_color"] == "red"
     assert bad_copies[0]["stats"]["wins"] == 100
     assert bad_copies[0]["bad"] is True
-    assert runs[SPSA].args["spsa"]["param_history"][1][0]["theta"] == 21.3
+    assert runs[SPSA].args.spsa["param_history"][1][0]["theta"] == 21.3
     live = runs[LIVE_SPSA]
     assert not live.finished
     assert live.workers == 1
     assert live.cores == 4
-    assert live.args["allowed_archs"]
-    assert all("avx2" in arch for arch in live.args["allowed_archs"])
+    assert live.args.allowed_archs
+    assert all("avx2" in arch for arch in live.args.allowed_archs)
     assert live_tasks[0].active
     assert live_tasks[0].spsa_params == {
         "iter": 14,
@@ -137,18 +137,18 @@ def _assert_runs(storage: Storage) -> None:
     assert runs[DELETED].deleted
     assert runs[FAILED].failed
     assert runs[FAILED].failures == 3
-    assert runs[STOPPED].args["sprt"]["state"] == ""
+    assert runs[STOPPED].args.sprt["state"] == ""
     assert runs[STOPPED].finished
     bayes = runs[BAYES]
     assert bayes.pentanomial == (0, 0, 0, 0, 0)
     assert bayes.wins == 150
     assert bayes.approved
-    assert bayes.args["sprt"]["batch_size"] == 1
-    assert bayes.args["sprt"]["elo_model"] == "BayesElo"
+    assert bayes.args.sprt["batch_size"] == 1
+    assert bayes.args.sprt["elo_model"] == "BayesElo"
     assert [t.start for t in bayes_tasks] == [0, 200]
     sparse = runs[SPARSE]
     assert sparse.tc_base == 60.0
-    assert sparse.args["threads"] == 1
+    assert sparse.args.threads == 1
     assert sparse.total_games == 0
 
 
@@ -516,5 +516,5 @@ def test_names_signup_refuses_and_documents_of_any_shape_are_reported_not_fatal(
         engine.dispose()
     assert names == ["Alice"]
     assert (imported.wins, imported.draws, imported.pentanomial) == (100, 20, (1, 40, 100, 50, 9))
-    assert imported.args["num_games"] == 400
-    assert imported.args["throughput"] == 100
+    assert imported.args.num_games == 400
+    assert imported.args.throughput == 100

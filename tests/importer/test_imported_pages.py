@@ -140,5 +140,5 @@ def test_an_imported_history_has_the_derived_data_live_operation_keeps(
     assert owner is not None
     player = next(row.username for row in imported[0] if row.games > 0)
     assert f"/tests/user/{player}" in client.get("/contributors").text
-    found = client.get(f"/tests/finished?text={owner.args['new_tag']}").text
+    found = client.get(f"/tests/finished?text={owner.args.new_tag}").text
     assert f"/tests/view/{SPRT}" in found

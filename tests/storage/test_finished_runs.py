@@ -112,7 +112,7 @@ def test_a_description_changed_is_found_by_its_new_words(storage: Storage) -> No
 
 
 def replace_args(run: RunRecord, **args: str) -> RunRecord:
-    return evolve(run, args={**run.args, **args})
+    return evolve(run, args=evolve(run.args, **args))
 
 
 @pytest.mark.parametrize("text", ["", "king"])

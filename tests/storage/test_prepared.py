@@ -11,6 +11,7 @@ from arbiter.storage.engine import make_engine
 from arbiter.storage.errors import StorageUnavailable
 from arbiter.storage.prepared import execute_many, fetch_all, prepare
 from arbiter.storage.records import no_results
+from arbiter.storage.run_spec import spec_of
 from arbiter.storage.schema import runs, tasks
 from tests.domain.runs.support import run_record
 
@@ -82,14 +83,15 @@ def test_prepared_updates_set_only_the_given_columns_of_the_keyed_row(storage: S
     with storage.write() as tx:
         tx.runs.add(run)
         tx.runs.add(other)
-    rows = [{"key_id": run.id, "args": {"sprt": {"llr": 1.25}}, "finished": True, "wins": 7}]
+    moved = spec_of({"sprt": {"llr": 1.25}})
+    rows = [{"key_id": run.id, "args": moved, "finished": True, "wins": 7}]
     with storage.write() as tx:
         execute_many(tx.connection, UPDATE_RUN, rows)
     with storage.read() as tx:
         changed, untouched = tx.runs.get(run.id), tx.runs.get(other.id)
     assert changed is not None
     assert untouched is not None
-    assert (changed.args, changed.finished, changed.wins) == ({"sprt": {"llr": 1.25}}, True, 7)
+    assert (changed.args, changed.finished, changed.wins) == (moved, True, 7)
     assert changed.losses == run.losses
     assert changed.username == run.username
     assert untouched == other

@@ -274,7 +274,7 @@ def as_if_on_github(client: TestClient, run_id: str) -> None:
     official worker then lacks nothing but, maybe, the book."""
     live = state(client).runs.context.registry.get(run_id)
     assert live is not None
-    github = {**live.run.args, "tests_repo": "https://github.com/alice/Stockfish"}
+    github = evolve(live.run.args, tests_repo="https://github.com/alice/Stockfish")
     live.run = evolve(live.run, args=github)
 
 

@@ -43,6 +43,7 @@ from arbiter.runtime.bootstrap import open_storage
 from arbiter.runtime.settings import Settings
 from arbiter.storage.engine import make_engine, sqlite_url
 from arbiter.storage.lease import ADVISORY_LOCK_KEY
+from arbiter.storage.records import evolve
 from arbiter.storage.schema import runs
 from tests.storage.test_lease import end_lease_sessions, libpq
 from tests.web.live_server import (
@@ -137,9 +138,8 @@ def move_to_github(data_dir: Path, database_url: str, run_ids: list[str]) -> Non
         with engine.begin() as connection:
             for run_id in run_ids:
                 query = select(runs.c.args).where(runs.c.id == run_id)
-                args = dict(connection.execute(query).scalar_one())
-                args["tests_repo"] = GITHUB_REPO
-                connection.execute(update(runs).where(runs.c.id == run_id).values(args=args))
+                spec = evolve(connection.execute(query).scalar_one(), tests_repo=GITHUB_REPO)
+                connection.execute(update(runs).where(runs.c.id == run_id).values(args=spec))
     finally:
         engine.dispose()
 

@@ -171,14 +171,14 @@ def test_an_sprt_batch_size_is_kept_and_tasks_hold_whole_batches(
     status, reply = call(api, "/api/runs", "alice", new_run(repo_url, sprt=sprt))
     assert status == 200, reply
     run_id = reply["run_id"]
-    assert stored_run(api, run_id).args["sprt"]["batch_size"] == 3
+    assert stored_run(api, run_id).args.sprt["batch_size"] == 3
     state(api).runs.lifecycle.approve(user(api, "root"), run_id)
     task = take_task(api)
     assert task["run"]["args"]["sprt"]["batch_size"] == 3
     assert task["run"]["my_task"]["num_games"] % 6 == 0
     body = worker_body(run_id=run_id, task_id=task["task_id"], stats=wire(pairs(dd=3)))
     assert post(api, "/api/update_task", body)[1]["task_alive"] is True
-    assert stored_run(api, run_id).args["sprt"]["overshoot"]["last_update"] == 3
+    assert stored_run(api, run_id).args.sprt["overshoot"]["last_update"] == 3
 
 
 @pytest.mark.parametrize(

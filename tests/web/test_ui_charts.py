@@ -5,6 +5,7 @@ import re
 from arbiter.domain.runs import history
 from arbiter.domain.runs.documents import new_run_record
 from arbiter.storage.records import RunRecord, evolve
+from arbiter.storage.run_spec import spec_of
 from arbiter.web.ui import run_charts
 from arbiter.web.ui.svg import Chart, Gauge, Rule, Series, gauge, line_chart, nice_ticks, tick_text
 from tests.domain.runs.support import T0
@@ -55,13 +56,13 @@ def sprt_run() -> RunRecord:
         "new_tag": "patch",
         "sprt": {"llr": 0.0, "lower_bound": -2.94, "upper_bound": 2.94, "elo0": 0, "elo1": 2},
     }
-    run = new_run_record("0" * 24, "alice", args, T0)
+    run = new_run_record("0" * 24, "alice", spec_of(args), T0)
     for step in range(1, 30):
-        sprt = {**run.args["sprt"], "llr": step / 10}
+        sprt = {**run.args.sprt, "llr": step / 10}
         penta = (step, 4 * step, 10 * step, 5 * step, step)
         run = evolve(
             run,
-            args={**run.args, "sprt": sprt},
+            args=evolve(run.args, sprt=sprt),
             pentanomial=penta,
             wins=2 * step + 5 * step,
             losses=2 * step + 4 * step,
@@ -92,7 +93,7 @@ def test_an_spsa_run_gets_its_parameters_scaled() -> None:
         "param_history": [[{"theta": p["start"] + 2, "R": 0, "c": 1} for p in params]] * 3,
     }
     args = {"tc": "10+0.1", "threads": 1, "num_games": 20000, "new_tag": "p", "spsa": spsa}
-    (chart,) = run_charts.charts(new_run_record("0" * 24, "alice", args, T0))
+    (chart,) = run_charts.charts(new_run_record("0" * 24, "alice", spec_of(args), T0))
     html = str(chart)
     assert html.count("<polyline") == run_charts.MAX_SPSA_LINES
     assert "2 more parameters are in the table below." in html
@@ -109,7 +110,7 @@ def spsa_record(thetas: list[float]) -> RunRecord:
         "param_history": [[{"theta": theta, "R": 0, "c": 4.0}] for theta in thetas],
     }
     args = {"tc": "10+0.1", "threads": 1, "num_games": 200, "new_tag": "p", "spsa": spsa}
-    return new_run_record("0" * 24, "alice", args, T0)
+    return new_run_record("0" * 24, "alice", spec_of(args), T0)
 
 
 def plotted(chart: str) -> list[str]:

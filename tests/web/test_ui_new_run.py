@@ -7,6 +7,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from arbiter.runtime.settings import Settings
+from arbiter.storage.run_spec import spec_of
 from arbiter.web.app import create_app
 from arbiter.web.ui import submission
 from tests.web.live_server import free_port
@@ -65,8 +66,8 @@ def test_a_valid_submission_creates_a_pending_run(alice_client: TestClient, repo
     assert reply.status_code == 303
     run_id = reply.headers["location"].rsplit("/", 1)[1]
     run = state(alice_client).runs.queries.run(run_id)
-    assert (run.username, run.approved, run.args["info"]) == ("alice", False, "Faster king safety")
-    assert (run.args["sprt"]["elo0"], run.args["sprt"]["elo1"]) == (0.0, 2.0)
+    assert (run.username, run.approved, run.args.info) == ("alice", False, "Faster king safety")
+    assert (run.args.sprt["elo0"], run.args.sprt["elo1"]) == (0.0, 2.0)
     page = alice_client.get(reply.headers["location"]).text
     assert "It starts once an approver has approved it." in page
 
@@ -79,12 +80,12 @@ def test_presets_win_over_the_fields_without_javascript(
     )
     reply = alice_client.post("/tests/run", data=form, follow_redirects=False)
     run = state(alice_client).runs.queries.run(reply.headers["location"].rsplit("/", 1)[1])
-    assert (run.args["tc"], run.args["new_options"], run.args["base_options"]) == (
+    assert (run.args.tc, run.args.new_options, run.args.base_options) == (
         "60+0.6",
         "Hash=64",
         "Hash=64",
     )
-    assert (run.args["sprt"]["elo0"], run.args["sprt"]["elo1"]) == (0.5, 2.5)
+    assert (run.args.sprt["elo0"], run.args.sprt["elo1"]) == (0.5, 2.5)
 
 
 def test_custom_values_are_taken_as_typed(alice_client: TestClient, repo_url: str) -> None:
@@ -105,10 +106,10 @@ def test_custom_values_are_taken_as_typed(alice_client: TestClient, repo_url: st
     )
     reply = alice_client.post("/tests/run", data=form, follow_redirects=False)
     run = state(alice_client).runs.queries.run(reply.headers["location"].rsplit("/", 1)[1])
-    args = run.args
-    assert (args["tc"], args["new_tc"], args["threads"]) == ("40/20", "40/30", 2)
-    assert (args["auto_purge"], args["adjudication"]) == (True, False)
-    assert (args["sprt"]["elo0"], args["sprt"]["elo1"]) == (-3.0, 1.0)
+    spec = run.args
+    assert (spec.tc, spec.new_tc, spec.threads) == ("40/20", "40/30", 2)
+    assert (spec.auto_purge, spec.adjudication) == (True, False)
+    assert (spec.sprt["elo0"], spec.sprt["elo1"]) == (-3.0, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -201,7 +202,7 @@ def test_values_from_an_spsa_run_give_the_a_ratio_back() -> None:
         "base_options": "",
         "spsa": {"A": 1000, "alpha": 0.602, "gamma": 0.101, "raw_params": "K,1,0,2,1,0.002"},
     }
-    values = submission.values_from_run(args)
+    values = submission.values_from_run(spec_of(args))
     assert (values["stop_rule"], values["spsa_A"], values["time_preset"]) == (
         "spsa",
         "0.1",
@@ -269,5 +270,5 @@ def test_an_spsa_run_is_tuned_against_its_own_branch(
     reply = alice_client.post("/tests/run", data=form, follow_redirects=False)
     assert reply.status_code == 303, reply.text
     run_id = reply.headers["location"].rsplit("/", 1)[1]
-    args = state(alice_client).runs.queries.run(run_id).args
-    assert (args["base_tag"], args["base_signature"]) == ("patch", "123456")
+    spec = state(alice_client).runs.queries.run(run_id).args
+    assert (spec.base_tag, spec.base_signature) == ("patch", "123456")

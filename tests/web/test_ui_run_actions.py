@@ -58,7 +58,7 @@ def test_the_owner_stops_modifies_and_deletes(client: TestClient, repo_url: str)
     )
     assert modified.status_code == 303  # type: ignore[attr-defined]
     run = state(client).runs.queries.run(run_id)
-    assert (run.args["num_games"], run.args["info"]) == (2000, "new")
+    assert (run.args.num_games, run.args.info) == (2000, "new")
     assert post(client, run_id, "stop").status_code == 303  # type: ignore[attr-defined]
     assert "Run stopped." in client.get(f"/tests/view/{run_id}").text
     assert state(client).runs.queries.run(run_id).finished

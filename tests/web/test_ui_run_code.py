@@ -67,10 +67,10 @@ def test_the_run_reads_nets_bench_and_message_and_shows_the_diff_to_an_approver(
     status, location = submit_form(client, sf, base_tag=sf.first)  # a stale base
     assert status == 303, location
     run_id = location.rsplit("/", 1)[1]
-    args = state(client).runs.queries.run(run_id).args
-    assert (args["base_nets"], args["new_nets"]) == ([BIG_1, SMALL], [BIG_2, SMALL])
-    assert (args["base_signature"], args["new_signature"]) == ("1000", "1234")
-    assert args["info"] == args["msg_new"] == "Use a bigger net\n\nTrained longer.\n\nBench: 1234"
+    spec = state(client).runs.queries.run(run_id).args
+    assert (spec.base_nets, spec.new_nets) == ([BIG_1, SMALL], [BIG_2, SMALL])
+    assert (spec.base_signature, spec.new_signature) == ("1000", "1234")
+    assert spec.info == spec.msg_new == "Use a bigger net\n\nTrained longer.\n\nBench: 1234"
     owner_page = client.get(location).text
     assert "Warning: The base is not the latest common ancestor" in owner_page  # at submission
 
@@ -102,8 +102,8 @@ def test_master_bench_is_enforced_and_master_nets_marked(
     assert "the base is the official master, whose bench is 1100" in page
     status, location = submit_form(client, sf)
     assert status == 303
-    args = state(client).runs.queries.run(location.rsplit("/", 1)[1]).args
-    assert args["base_signature"] == "1100"
+    spec = state(client).runs.queries.run(location.rsplit("/", 1)[1]).args
+    assert spec.base_signature == "1100"
     with state(client).storage.read() as tx:
         assert tx.nets.get(BIG_1).is_master  # type: ignore[union-attr]
         assert not tx.nets.get(BIG_2).is_master  # type: ignore[union-attr]
@@ -149,5 +149,5 @@ def test_two_concurrent_submissions_of_one_repository(client: TestClient, sf: St
         ids = list(pool.map(lambda _: submit(), range(2)))
     assert len(set(ids)) == 2
     for run_id in ids:
-        assert runs.queries.run(run_id).args["resolved_new"] == sf.patch
+        assert runs.queries.run(run_id).args.resolved_new == sf.patch
     assert len(runs.code.reader.cache.mirrors()) == 1  # one mirror, shared

@@ -236,7 +236,7 @@ def test_request_spsa_hands_out_a_perturbation(api: TestClient, repo_url: str) -
     spsa = {"wins": 2, "losses": 0, "draws": 0, "num_games": 2, "sig": reply["sig"]}
     update = body_for("/api/update_task", run_id, task_id, stats=wire(pairs(ww=1)), spsa=spsa)
     assert post(api, "/api/update_task", update)[1]["task_alive"] is True
-    after = stored_run(api, run_id).args["spsa"]
+    after = stored_run(api, run_id).args.spsa
     assert after["iter"] == 1
     moved = [p["theta"] for p in after["params"]]
     assert moved != [20.0, 10.0]  # a won pair moves every θ along its flip
@@ -819,7 +819,7 @@ def test_contradictory_stats_are_a_bad_request_and_the_task_lives_on(
 def test_stats_off_the_sprt_batch_kill_the_task(api: TestClient, repo_url: str) -> None:
     run_id = approved(api, repo_url, sprt={"elo0": 0, "elo1": 2})
     task = (run_id, int(take_task(api)["task_id"]))
-    batch = int(stored_run(api, run_id).args["sprt"]["batch_size"])
+    batch = int(stored_run(api, run_id).args.sprt["batch_size"])
     assert batch == 16
     assert update(api, task, pairs(dd=batch))["task_alive"] is True
     reply = update(api, task, pairs(dd=batch + 1))

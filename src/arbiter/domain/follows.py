@@ -51,5 +51,5 @@ class Follows:
 
 
 def _finished(run: RunRecord, at: float) -> Finished:
-    title = f"{run.args.get('new_tag', '')} vs {run.args.get('base_tag', '')}"
+    title = f"{run.args.new_tag} vs {run.args.base_tag}"
     return Finished(run.id, title, at, run.is_green, run.is_yellow)

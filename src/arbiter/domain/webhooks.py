@@ -310,7 +310,7 @@ class Webhooks:
     def body(self, format: str, event: str, run: RunRecord, at: float) -> str:
         """The delivery's JSON body in the hook's format."""
         url = f"{self._base_url}/tests/view/{run.id}" if self._base_url else f"/tests/view/{run.id}"
-        title = f"{run.args.get('new_tag', '')} vs {run.args.get('base_tag', '')}"
+        title = f"{run.args.new_tag} vs {run.args.base_tag}"
         summary = _summary(run)
         line = f"Test {title} by {run.username} {event}: {summary} {url}"
         document: dict[str, object]
@@ -357,7 +357,7 @@ def _dumps(document: Mapping[str, object]) -> str:
 def _summary(run: RunRecord) -> str:
     games = run.wins + run.losses + run.draws
     verdict = "accepted" if run.is_green else "yellow" if run.is_yellow else ""
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     llr = f"LLR {float(sprt.get('llr', 0.0)):.2f}, " if sprt else ""
     text = f"{llr}{games} games (W {run.wins} L {run.losses} D {run.draws})"
     return f"{verdict}, {text}" if verdict else text

@@ -25,7 +25,7 @@ from arbiter.importer.dump import BadDocument, CollectionFile, DocumentStream
 from arbiter.importer.values import integer, mapping, number, object_id_text
 from arbiter.stats.elo import fixed_games_elo
 from arbiter.stats.llr import llr
-from arbiter.stats.sprt import sprt_results
+from arbiter.stats.sprt import SprtState, sprt_results
 from arbiter.stats.sprt_elo import sprt_elo
 from arbiter.storage import Storage
 from arbiter.storage.records import RunRecord
@@ -146,7 +146,7 @@ def _check_batch(
 
 def arbiter_statistics(run: RunRecord) -> Statistics:
     """Elo, its 95% interval, LOS (and LLR for an SPRT) as Arbiter's pages show them."""
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     if sprt is None:
         return _fixed(elo_counts(run))
     found = sprt_elo_of(run, sprt)
@@ -198,7 +198,7 @@ def dump_statistics(document: dict[str, Any]) -> Statistics:
 
 def _inputs_of_run(run: RunRecord) -> tuple[Any, ...]:
     """What the statistics of an imported run are computed from."""
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     ldw = (run.losses, run.draws, run.wins)
     if sprt is None:
         return ("fixed", tuple(elo_counts(run)))
@@ -243,7 +243,7 @@ def _fixed(counts: list[int]) -> Statistics:
     return {"elo": found.elo, "ci_low": found.ci[0], "ci_high": found.ci[1], "los": found.los}
 
 
-def _llr(sprt: dict[str, Any], counts: list[int]) -> float | None:
+def _llr(sprt: SprtState, counts: list[int]) -> float | None:
     try:
         return llr(str(sprt["elo_model"]), float(sprt["elo0"]), float(sprt["elo1"]), counts)
     except (ValueError, ZeroDivisionError):

@@ -86,7 +86,7 @@ def prepare_runs(documents: list[Document]) -> Prepared:
 def _with_allowed_archs(item: ImportedRun, prepared: Prepared) -> ImportedRun:
     """An unfinished run's arch filter, worked out once as at submission, so the
     scheduler never runs the user's regex (finished runs need none)."""
-    arch_filter = item.run.args.get("arch_filter")
+    arch_filter = item.run.args.arch_filter
     if item.run.finished or not arch_filter:
         return item
     try:
@@ -94,7 +94,7 @@ def _with_allowed_archs(item: ImportedRun, prepared: Prepared) -> ImportedRun:
     except ValidationError:
         prepared.notes.append("arch_filter unusable: the run takes any arch")
         return item
-    return replace(item, run=evolve(item.run, args={**item.run.args, "allowed_archs": allowed}))
+    return replace(item, run=evolve(item.run, args=evolve(item.run.args, allowed_archs=allowed)))
 
 
 def write_runs(tx: Tx, items: list[ImportedRun]) -> None:

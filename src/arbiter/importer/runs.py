@@ -10,6 +10,8 @@ runs had in effect, and each filled field is counted in the report's notes.
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from arbiter.domain.runs.documents import task_view, tc_base
 from arbiter.importer.values import (
     id_time,
@@ -25,6 +27,7 @@ from arbiter.protocol.workers import short_worker_name
 from arbiter.stats.llr import llr, sprt_bounds
 from arbiter.stats.sprt import sprt_results
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
+from arbiter.storage.run_spec import checked_spec
 
 RESULT_KEYS = ("wins", "losses", "draws", "crashes", "time_losses")
 
@@ -96,6 +99,10 @@ def convert_run(document: dict[str, Any]) -> ImportedRun:
         notes.append("no pentanomial (trinomial-era run)")
     if isinstance(args.get("sprt"), dict):
         args["sprt"] = _sprt(args["sprt"], counts, pentanomial, notes)
+    try:
+        spec = checked_spec(args)
+    except msgspec.ValidationError as error:
+        raise Skip(f"args: {error}") from None
     start_time = timestamp(document.get("start_time")) or id_time(document) or 0.0
     last_updated = timestamp(document.get("last_updated")) or start_time
     tasks = [
@@ -111,7 +118,7 @@ def convert_run(document: dict[str, Any]) -> ImportedRun:
         username=text(username, 64),
         start_time=start_time,
         last_updated=last_updated,
-        tc_base=number(document.get("tc_base"), tc_base(args["tc"])),
+        tc_base=number(document.get("tc_base"), tc_base(spec.tc)),
         rescheduled_from=object_id_text(document.get("rescheduled_from")),
         # Runs from before approvals were never held back.
         approved=bool(document.get("approved", True)),
@@ -136,7 +143,7 @@ def convert_run(document: dict[str, Any]) -> ImportedRun:
         pentanomial=pentanomial or (0, 0, 0, 0, 0),
         nps=number(document.get("nps")),
         games_per_minute=number(document.get("games_per_minute")),
-        args=args,
+        args=spec,
     )
     copies = [
         _bad_copy(run_id, task, last_updated)

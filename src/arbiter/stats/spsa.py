@@ -11,10 +11,26 @@ import random
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any, TypedDict
 
 DEFAULT_A_RATIO = 0.1
 DEFAULT_ALPHA = 0.602
 DEFAULT_GAMMA = 0.101
+
+
+class SpsaState(TypedDict):
+    """A tuning as stored under a run's `spsa`, in the reference's shape: the
+    stability constant `A` (not its ratio), the iteration reached, each
+    parameter as `SpsaParam`'s fields and the chart samples (`history_sample`)."""
+
+    A: float
+    alpha: float
+    gamma: float
+    raw_params: str
+    iter: int
+    num_iter: int
+    params: list[dict[str, Any]]
+    param_history: list[list[dict[str, float]]]
 
 
 @dataclass(frozen=True, slots=True)

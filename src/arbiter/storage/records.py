@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from arbiter.storage.run_spec import RunSpec
+
 
 @dataclass(frozen=True, slots=True)
 class UserRecord:
@@ -98,7 +100,7 @@ class QuarantineRecord:
 
 
 class RunRecord(msgspec.Struct, frozen=True, gc=False):
-    """One run: its arguments (`args`, the reference's shape) and aggregates over its tasks.
+    """One run: its specification (`args`, the reference's name) and aggregates over its tasks.
 
     The run state (this and `TaskRecord`) is what a primary keeps in memory for
     a run's life, and every result update makes new ones. Both are structs the
@@ -137,7 +139,7 @@ class RunRecord(msgspec.Struct, frozen=True, gc=False):
     pentanomial: tuple[int, ...]
     nps: float
     games_per_minute: float
-    args: dict[str, Any]
+    args: RunSpec
     # The charts' fixed points (domain/runs/history.py), kept out of the args:
     # an SPRT run's args are rewritten with every result, these seldom.
     results_history: dict[str, Any] | None = None
@@ -281,11 +283,11 @@ class DeliveryRecord:
     worker: str = ""  # the machine, for a machine's event
 
 
-R = TypeVar("R", RunRecord, TaskRecord)
+R = TypeVar("R", RunRecord, TaskRecord, RunSpec)
 
 
 def evolve(record: R, **changes: Any) -> R:
-    """A copy of a run or task record with some fields changed (msgspec's
+    """A copy of a run or task record or a run's spec with some fields changed (msgspec's
     `replace`, in C: a result update makes several of these)."""
     return msgspec.structs.replace(record, **changes)
 

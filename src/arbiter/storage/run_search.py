@@ -21,7 +21,7 @@ rows: on add, and when a run's description changes.
 """
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from sqlalchemy import (
     update,
 )
 
+from arbiter.storage.run_spec import RunSpec
 from arbiter.storage.schema import run_terms, run_words
 from arbiter.storage.sql_common import insert_missing
 
@@ -108,24 +109,22 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.casefold())
 
 
-def words_of(username: str, args: Mapping[str, Any]) -> str:
+def words_of(username: str, spec: RunSpec) -> str:
     """The text a run is found by: owner, branches, description."""
-    parts = (username, args.get("new_tag", ""), args.get("base_tag", ""), args.get("info", ""))
-    return " ".join(tokens(" ".join(str(part) for part in parts)))
+    parts = (username, spec.new_tag, spec.base_tag, spec.info)
+    return " ".join(tokens(" ".join(parts)))
 
 
-def add(connection: Connection, rows: Sequence[tuple[str, str, Mapping[str, Any]]]) -> None:
-    """Index runs given as (run id, owner, args), in the order given; a run
+def add(connection: Connection, rows: Sequence[tuple[str, str, RunSpec]]) -> None:
+    """Index runs given as (run id, owner, spec), in the order given; a run
     indexed already keeps its row (an import run again)."""
     add_terms(connection, add_words(connection, rows))
 
 
-def add_words(
-    connection: Connection, rows: Sequence[tuple[str, str, Mapping[str, Any]]]
-) -> list[str]:
+def add_words(connection: Connection, rows: Sequence[tuple[str, str, RunSpec]]) -> list[str]:
     """`add` without the terms (the schema of revision 0011 has no run_terms);
     returns the words indexed."""
-    values = [{"run_id": i, "words": words_of(owner, args)} for i, owner, args in rows]
+    values = [{"run_id": i, "words": words_of(owner, spec)} for i, owner, spec in rows]
     insert_missing(connection, run_words, values)
     return [value["words"] for value in values]
 
@@ -135,8 +134,8 @@ def add_terms(connection: Connection, texts: Iterable[str]) -> None:
     insert_missing(connection, run_terms, [{"term": term} for term in terms])
 
 
-def replace(connection: Connection, run_id: str, username: str, args: Mapping[str, Any]) -> None:
-    words = words_of(username, args)
+def replace(connection: Connection, run_id: str, username: str, spec: RunSpec) -> None:
+    words = words_of(username, spec)
     connection.execute(update(run_words).where(run_words.c.run_id == run_id).values(words=words))
     add_terms(connection, [words])
 

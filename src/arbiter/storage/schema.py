@@ -10,6 +10,8 @@ Alembic migrations in `storage/migrations` create exactly this schema; a test
 checks that the two agree.
 """
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -26,6 +28,10 @@ from sqlalchemy import (
     Text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from arbiter.storage.run_spec import RunSpec, spec_document, spec_of
 
 metadata = MetaData(
     naming_convention={
@@ -38,6 +44,26 @@ metadata = MetaData(
 
 # JSON documents: JSONB on PostgreSQL, JSON text on SQLite.
 Document = JSON().with_variant(JSONB(), "postgresql")
+
+
+class RunSpecDocument(TypeDecorator[RunSpec]):
+    """A run's `RunSpec` stored as the reference's `args` object (a Document):
+    rows read and write specs, SQL reads the object's keys as before."""
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(JSON())
+
+    def process_bind_param(self, value: RunSpec | None, dialect: Dialect) -> Any:
+        return None if value is None else spec_document(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> RunSpec | None:
+        return None if value is None else spec_of(value)
+
 
 users = Table(
     "users",
@@ -124,7 +150,7 @@ runs = Table(
     Column("nps", Float, nullable=False, default=0.0),
     Column("games_per_minute", Float, nullable=False, default=0.0),
     # args as in the reference (base_tag, new_tag, tc, ..., sprt or spsa state).
-    Column("args", Document, nullable=False),
+    Column("args", RunSpecDocument(), nullable=False),
     # Fixed points of the results over time (domain/runs/history.py), apart from
     # the args so that a result update need not re-encode them.
     Column("results_history", Document, nullable=True),

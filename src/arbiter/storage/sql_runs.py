@@ -106,7 +106,7 @@ def _described_anew(run: RunRecord, stored: RunRecord) -> bool:
     A result update keeps the very args object, or copies it with the same `info`."""
     if run.args is stored.args:
         return False
-    new, old = run.args.get("info"), stored.args.get("info")
+    new, old = run.args.info, stored.args.info
     return new is not old and new != old
 
 

@@ -8,12 +8,13 @@ from arbiter.domain.runs.documents import new_run_record, run_view
 from arbiter.domain.runs.service import Runs
 from arbiter.storage import Storage
 from arbiter.storage.records import RunRecord, evolve
+from arbiter.storage.run_spec import RunSpec, spec_document
 from tests.domain.runs.support import T0, approved_run, pairs, take_task, worker
 
 
 def fixed_run() -> RunRecord:
-    args = {"tc": "10+0.1", "threads": 1, "num_games": 100_000, "new_tag": "patch"}
-    return new_run_record("0" * 24, "alice", args, T0)
+    spec = RunSpec(tc="10+0.1", threads=1, num_games=100_000, new_tag="patch")
+    return new_run_record("0" * 24, "alice", spec, T0)
 
 
 def played(run: RunRecord, pairs_count: int) -> RunRecord:
@@ -66,7 +67,7 @@ def test_a_purge_forgets_points_beyond_the_remaining_games() -> None:
 def test_the_history_is_kept_out_of_the_args_and_the_api_view() -> None:
     run = history.record(played(fixed_run(), 1))
     assert run.results_history is not None
-    assert "results_history" not in run.args
+    assert "results_history" not in spec_document(run.args)
     assert "results_history" not in run_view(run)["args"]
 
 
@@ -110,4 +111,4 @@ def test_update_task_stores_a_point_with_the_llr(
     assert run is not None
     (point,) = history.points(run)
     assert point.games == 32
-    assert point.llr == round(run.args["sprt"]["llr"], 4)
+    assert point.llr == round(run.args.sprt["llr"], 4)

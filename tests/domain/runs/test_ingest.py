@@ -152,7 +152,7 @@ def test_sprt_accepts_and_finishes(
     run, _tasks = stored(storage, run_id)
     assert run.finished  # type: ignore[attr-defined]
     assert run.is_green  # type: ignore[attr-defined]
-    assert run.args["sprt"]["state"] == "accepted"  # type: ignore[attr-defined]
+    assert run.args.sprt["state"] == "accepted"
     assert run.workers == 0  # type: ignore[attr-defined]
 
 
@@ -552,11 +552,11 @@ def test_a_bayeselo_sprt_is_computed_on_wins_draws_losses(
 ) -> None:
     sprt = {"elo0": 0, "elo1": 2, "elo_model": "BayesElo", "batch_size": 1}
     run_id = approved_run(runs, alice, root, repo_url, sprt=sprt)
-    before = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    before = stored(storage, run_id)[0].args.sprt
     task_id = take_task(runs, alice, worker())["task_id"]
     stats = pairs(ld=1, dd=2, wd=3, ww=4)  # W 11, L 1, D 8
     runs.ingest.update_task(worker(), run_id, task_id, stats)
-    after = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    after = stored(storage, run_id)[0].args.sprt
     expected = update_sprt(before, [1, 8, 11])
     assert after["llr"] == pytest.approx(expected["llr"])
 
@@ -756,11 +756,11 @@ def test_a_normalized_sprt_is_computed_on_the_pentanomial(
     runs: Runs, alice: User, root: User, repo_url: str, storage: Storage
 ) -> None:
     run_id = approved_run(runs, alice, root, repo_url, sprt={"elo0": 0, "elo1": 2, "batch_size": 1})
-    before = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    before = stored(storage, run_id)[0].args.sprt
     task_id = take_task(runs, alice, worker())["task_id"]
     stats = pairs(ld=1, dd=2, wd=3, ww=4)
     reply = runs.ingest.update_task(worker(), run_id, task_id, stats)
-    after = stored(storage, run_id)[0].args["sprt"]  # type: ignore[attr-defined]
+    after = stored(storage, run_id)[0].args.sprt
     assert reply == {"task_alive": True, "llr": after["llr"]}  # the worker shows it
     assert after["llr"] == pytest.approx(update_sprt(before, list(stats.pentanomial))["llr"])
     assert after["llr"] != pytest.approx(update_sprt(before, [1, 8, 11])["llr"])

@@ -35,9 +35,9 @@ def test_submit_resolves_tags_with_git_and_stores_an_unapproved_run(
     assert run is not None
     assert not run.approved
     assert not run.finished
-    assert len(run.args["resolved_new"]) == 40
-    assert run.args["resolved_new"] != run.args["resolved_base"]
-    assert run.args["sprt"]["batch_size"] == 16  # 16 pairs at 10+0.1
+    assert len(run.args.resolved_new) == 40
+    assert run.args.resolved_new != run.args.resolved_base
+    assert run.args.sprt["batch_size"] == 16  # 16 pairs at 10+0.1
     assert actions_of(storage, run_id) == ["new_run"]
 
 
@@ -151,7 +151,7 @@ def test_modify_more_games_reopens_a_stopped_sprt(
     state = runs.context.registry.get(run_id)
     assert state is not None
     assert not state.run.finished
-    assert state.run.args["num_games"] == 900000
+    assert state.run.args.num_games == 900000
     assert actions_of(storage, run_id)[-1] == "modify_run"
 
 

@@ -19,15 +19,15 @@ def stored_itp(storage: Storage, run_id: str) -> float:
     with storage.read() as tx:
         run = tx.runs.get(run_id)
     assert run is not None
-    return float(run.args["itp"])
+    return run.args.itp
 
 
 def set_llr(runs: Runs, run_id: str, llr: float) -> None:
     """As if the run's results had brought its LLR there."""
     with runs.context.locked(run_id) as state:
         assert state is not None
-        args = {**state.run.args, "sprt": {**state.run.args["sprt"], "llr": llr}}
-        runs.context.commit(state, Change(evolve(state.run, args=args)))
+        spec = evolve(state.run.args, sprt={**state.run.args.sprt, "llr": llr})
+        runs.context.commit(state, Change(evolve(state.run, args=spec)))
 
 
 def picks(runs: Runs, user: User, count: int) -> list[str]:
@@ -85,10 +85,10 @@ def test_restart_works_itp_out_afresh(
     with storage.write() as tx:
         run = tx.runs.get(run_id)
         assert run is not None
-        tx.runs.save(evolve(run, args={**run.args, "itp": 1.0}))  # saved by older code
+        tx.runs.save(evolve(run, args=evolve(run.args, itp=1.0)))  # saved by older code
     again = Runs(storage, task_gate=threading.Semaphore(5), clock=clock)
     again.restore()
     state = again.context.registry.get(run_id)
     assert state is not None
-    assert state.run.args["itp"] == 97.2972972972973  # 100 × 36/37
+    assert state.run.args.itp == 97.2972972972973  # 100 × 36/37
     assert stored_itp(storage, run_id) == 97.2972972972973

@@ -13,6 +13,7 @@ from arbiter.stats.elo import fixed_games_elo
 from arbiter.storage import Storage
 from arbiter.storage.base import ActionFilter
 from arbiter.storage.records import RunRecord, evolve
+from arbiter.storage.run_spec import RunSpec, spec_of
 from tests.domain.runs.support import approved_run, pairs, take_task, worker
 
 LINE = re.compile(
@@ -63,7 +64,7 @@ def test_an_sprt_logs_its_state_and_estimate(
         run, logged = finished(storage, run_id)
         if run.finished:
             break
-    assert run.args["sprt"]["state"] == "accepted"
+    assert run.args.sprt["state"] == "accepted"
     [action] = logged
     assert action.username == "alice"
     assert LINE.fullmatch(action.message), action.message
@@ -72,8 +73,10 @@ def test_an_sprt_logs_its_state_and_estimate(
 
 def run_record(**changes: Any) -> RunRecord:
     base = dict.fromkeys(RunRecord.__slots__, 0)
-    base.update(id="a" * 24, username="alice", args={}, pentanomial=(0, 0, 0, 0, 0))
+    base.update(id="a" * 24, username="alice", args=RunSpec(), pentanomial=(0, 0, 0, 0, 0))
     base.update(is_green=False, rescheduled_from=None, approver="")
+    if isinstance(changes.get("args"), dict):  # a spec given as its stored document
+        changes["args"] = spec_of(changes["args"])
     return evolve(RunRecord(**base), **changes)  # type: ignore[arg-type]
 
 

@@ -12,6 +12,7 @@ from arbiter.domain.runs.ranking import (
 )
 from arbiter.domain.runs.registry import RunState
 from arbiter.storage.records import RunRecord, evolve
+from arbiter.storage.run_spec import RunSpec
 from tests.domain.runs.support import run_record, worker
 
 BASE = run_record()
@@ -23,7 +24,7 @@ def run(run_id: str, *, priority: float = 0.0, cores: int = 0, itp: float = 100.
         id=run_id,
         cores=cores,
         workers=(cores + 3) // 4,
-        args={"priority": priority, "itp": itp},
+        args=RunSpec(priority=priority, itp=itp),
     )
 
 
@@ -124,7 +125,7 @@ def needs(*, github_repository: bool = True, catalogue_book: bool = True) -> Run
 def test_the_official_worker_gets_only_what_it_can_download() -> None:
     """It fetches engines as GitHub zipballs and books from the catalogue;
     Arbiter's worker (`hosted_books`) fetches both from anywhere."""
-    playable = evolve(BASE, args={"num_games": 100})
+    playable = evolve(BASE, args=RunSpec(num_games=100))
     official, arbiter = worker(hosted_books=False), worker()
     assert unsuitable(playable, needs(), official) is None
     assert unsuitable(playable, needs(github_repository=False), official) == REPOSITORY
@@ -134,12 +135,13 @@ def test_the_official_worker_gets_only_what_it_can_download() -> None:
 
 
 def test_needs_know_a_github_repository() -> None:
-    args = {
-        "threads": 1,
-        "new_options": "Hash=16",
-        "base_options": "Hash=16",
-        "tc": "10+0.1",
-        "tests_repo": "https://github.com/alice/Stockfish",
-    }
-    assert RunNeeds.of(args).github_repository
-    assert not RunNeeds.of({**args, "tests_repo": "file:///srv/git/engine"}).github_repository
+    spec = RunSpec(
+        threads=1,
+        new_options="Hash=16",
+        base_options="Hash=16",
+        tc="10+0.1",
+        tests_repo="https://github.com/alice/Stockfish",
+    )
+    assert RunNeeds.of(spec).github_repository
+    local = evolve(spec, tests_repo="file:///srv/git/engine")
+    assert not RunNeeds.of(local).github_repository

@@ -48,7 +48,7 @@ def test_run_finishes_exactly_when_the_sprt_decides(
 
 def check_run(runs: Runs, storage: Storage, alice: User, run_id: str, steps: list[Any]) -> None:
     with storage.read() as tx:
-        expected = tx.runs.get(run_id).args["sprt"]  # type: ignore[union-attr]
+        expected = tx.runs.get(run_id).args.sprt  # type: ignore[union-attr]
     totals = [0] * 5
     for index, (ll, ld, dd, wd, ww) in enumerate(steps):
         info = worker(key=f"{run_id[-5:]}{index:03d}", concurrency=8)
@@ -74,8 +74,8 @@ def check_run(runs: Runs, storage: Storage, alice: User, run_id: str, steps: lis
         tasks = tx.tasks.for_run(run_id)
     assert run is not None
     assert run.pentanomial == tuple(totals)
-    assert run.args["sprt"]["state"] == expected["state"]
-    assert abs(run.args["sprt"]["llr"] - expected["llr"]) < 1e-9
+    assert run.args.sprt["state"] == expected["state"]
+    assert abs(run.args.sprt["llr"] - expected["llr"]) < 1e-9
     assert run.finished is (expected["state"] != "")
     event(f"SPRT {expected['state'] or 'running'}")
     assert run.is_green is (expected["state"] == "accepted")

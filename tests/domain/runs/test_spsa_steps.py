@@ -21,7 +21,7 @@ def spsa_run(runs: Runs, alice: User, root: User, repo_url: str) -> tuple[str, i
 def thetas(runs: Runs, run_id: str) -> list[float]:
     state = runs.context.registry.get(run_id)
     assert state is not None
-    return [param["theta"] for param in state.run.args["spsa"]["params"]]
+    return [param["theta"] for param in state.run.args.spsa["params"]]
 
 
 def test_perturbation_is_symmetric_around_theta(runs: Runs, spsa_run: tuple[str, int]) -> None:
@@ -44,7 +44,7 @@ def test_result_moves_theta_and_advances_iter(runs: Runs, spsa_run: tuple[str, i
         assert (moved.pop(0) - before) * param["flip"] > 0
     state = runs.context.registry.get(run_id)
     assert state is not None
-    assert state.run.args["spsa"]["iter"] == 1
+    assert state.run.args.spsa["iter"] == 1
     assert state.tasks[task_id].spsa_params is None  # single use
 
 

@@ -41,7 +41,7 @@ def seconds_per_game(tc: str, threads: int) -> float:
 
 
 def run_cost(run: RunRecord) -> float:
-    return seconds_per_game(str(run.args.get("tc", "")), int(run.args.get("threads", 1)))
+    return seconds_per_game(run.args.tc, run.args.threads)
 
 
 def of_tasks(tasks: Iterable[TaskRecord], cost: float, sign: int = 1) -> list[Contribution]:

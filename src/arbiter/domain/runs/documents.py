@@ -8,12 +8,15 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from arbiter.domain.run_args import RunArgs, option_value
 from arbiter.domain.runs.totals import NO_AGGREGATES
 from arbiter.stats.scheduling import tc_ratio
 from arbiter.stats.sprt import new_sprt
-from arbiter.stats.spsa import SpsaParam
+from arbiter.stats.spsa import SpsaParam, SpsaState
 from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.run_spec import RunSpec, spec_document
 
 # The reference's run schema version (its RUN_VERSION): the run documents we
 # serve have that shape, and clients may look at `version` to know it.
@@ -31,80 +34,73 @@ def run_label(run_id: str, new_tag: str) -> str:
     return f"{new_tag[:23]}-{hashlib.md5(run_id.encode()).hexdigest()[:7]}"  # noqa: S324 - a label
 
 
-def build_args(
-    args: RunArgs, *, username: str, resolved_base: str, resolved_new: str
-) -> dict[str, Any]:
-    """The stored `args` of a new run: the submission plus derived state."""
-    doc: dict[str, Any] = {
-        "base_tag": args.base_tag,
-        "new_tag": args.new_tag,
-        "base_nets": [],
-        "new_nets": [],
-        "num_games": args.num_games,
-        "tc": args.tc,
-        "new_tc": args.new_tc,
-        "book": args.book,
-        "book_depth": str(args.book_depth),
-        "threads": args.threads,
-        "resolved_base": resolved_base,
-        "resolved_new": resolved_new,
-        "msg_base": "",
-        "msg_new": "",
-        "base_options": args.base_options,
-        "new_options": args.new_options,
-        "info": args.info,
-        "base_signature": args.base_signature,
-        "new_signature": args.new_signature,
-        "username": username,
-        "tests_repo": args.tests_repo,
-        "auto_purge": args.auto_purge,
-        "throughput": args.throughput,
-        "itp": 100.0,
-        "priority": args.priority,
-        "adjudication": args.adjudication,
-        "arch_filter": args.arch_filter,
-        "compiler": args.compiler,
+def build_args(args: RunArgs, *, username: str, resolved_base: str, resolved_new: str) -> RunSpec:
+    """The spec of a new run: the submission plus derived state."""
+    spec = RunSpec(
+        base_tag=args.base_tag,
+        new_tag=args.new_tag,
+        num_games=args.num_games,
+        tc=args.tc,
+        new_tc=args.new_tc,
+        book=args.book,
+        book_depth=str(args.book_depth),
+        threads=args.threads,
+        resolved_base=resolved_base,
+        resolved_new=resolved_new,
+        base_options=args.base_options,
+        new_options=args.new_options,
+        info=args.info,
+        base_signature=args.base_signature,
+        new_signature=args.new_signature,
+        username=username,
+        tests_repo=args.tests_repo,
+        auto_purge=args.auto_purge,
+        throughput=args.throughput,
+        priority=args.priority,
+        adjudication=args.adjudication,
+        arch_filter=args.arch_filter,
+        compiler=args.compiler,
         # Derived once from arch_filter: the scheduler never runs a user's regex.
-        "allowed_archs": None if args.allowed_archs is None else sorted(args.allowed_archs),
-    }
+        allowed_archs=None if args.allowed_archs is None else sorted(args.allowed_archs),
+    )
     if args.sprt is not None:
         # The reference's batch (about 32 STC games), unless the submission chose one.
-        batch = args.sprt.batch_size or max(1, int(0.5 + 16.0 / scheduling_ratio(doc)))
-        doc["sprt"] = dict(
-            new_sprt(
-                args.sprt.alpha,
-                args.sprt.beta,
-                args.sprt.elo0,
-                args.sprt.elo1,
-                elo_model=args.sprt.elo_model,
-                batch_size=batch,
-            )
+        batch = args.sprt.batch_size or max(1, int(0.5 + 16.0 / scheduling_ratio(spec)))
+        sprt = new_sprt(
+            args.sprt.alpha,
+            args.sprt.beta,
+            args.sprt.elo0,
+            args.sprt.elo1,
+            elo_model=args.sprt.elo_model,
+            batch_size=batch,
         )
+        spec = msgspec.structs.replace(spec, sprt=sprt)
     if args.spsa is not None:
         schedule = args.spsa.schedule
-        doc["spsa"] = {
-            "A": schedule.big_a,
-            "alpha": args.spsa.alpha,
-            "gamma": args.spsa.gamma,
-            "raw_params": args.spsa.raw_params,
-            "iter": 0,
-            "num_iter": schedule.num_iter,
-            "params": [param_document(p) for p in args.spsa.params],
-            "param_history": [],
-        }
-    return doc
+        spsa = SpsaState(
+            A=schedule.big_a,
+            alpha=args.spsa.alpha,
+            gamma=args.spsa.gamma,
+            raw_params=args.spsa.raw_params,
+            iter=0,
+            num_iter=schedule.num_iter,
+            params=[param_document(p) for p in args.spsa.params],
+            param_history=[],
+        )
+        spec = msgspec.structs.replace(spec, spsa=spsa)
+    return spec
 
 
 def param_document(param: SpsaParam) -> dict[str, Any]:
     return asdict(param)
 
 
-def scheduling_ratio(args: dict[str, Any]) -> float:
+def scheduling_ratio(spec: RunSpec) -> float:
     """tc_ratio of the run (game length × threads relative to 10+0.1)."""
     from arbiter.domain.time_control import parse_time_control
 
-    tc = parse_time_control(args["tc"]).scheduling_tc()
-    return tc_ratio(tc, int(args["threads"]))
+    tc = parse_time_control(spec.tc).scheduling_tc()
+    return tc_ratio(tc, spec.threads)
 
 
 def tc_base(tc: str) -> float:
@@ -116,14 +112,14 @@ def tc_base(tc: str) -> float:
         return 0.0
 
 
-def new_run_record(run_id: str, username: str, args: dict[str, Any], now: float) -> RunRecord:
+def new_run_record(run_id: str, username: str, args: RunSpec, now: float) -> RunRecord:
     return RunRecord(
         id=run_id,
         version=RUN_VERSION,
         username=username,
         start_time=now,
         last_updated=now,
-        tc_base=tc_base(args["tc"]),
+        tc_base=tc_base(args.tc),
         rescheduled_from=None,
         approved=False,
         approver="",
@@ -172,11 +168,11 @@ INTERNAL_ARGS = frozenset({"allowed_archs"})
 ONLY_WHEN_SET = frozenset({"arch_filter", "compiler", "master_repo"})
 
 
-def wire_args(args: dict[str, Any], *, spsa_history: bool = False) -> dict[str, Any]:
+def wire_args(spec: RunSpec, *, spsa_history: bool = False) -> dict[str, Any]:
     """A run's args as the API shows them; SPSA's parameter history only on request."""
     shown = {
         key: value
-        for key, value in args.items()
+        for key, value in spec_document(spec).items()
         if key not in INTERNAL_ARGS and not (key in ONLY_WHEN_SET and value in ("", None))
     }
     if "spsa" in shown and not spsa_history:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arbiter.storage.records import RunRecord, evolve
+from arbiter.storage.run_spec import RunSpec
 
 MAX_POINTS = 64
 FIRST_STEP = 2  # games between points before any thinning (one pair)
@@ -43,9 +44,9 @@ def record(run: RunRecord) -> RunRecord:
     return evolve(run, results_history=advanced(run, run.args))
 
 
-def advanced(run: RunRecord, args: dict[str, Any]) -> dict[str, Any] | None:
-    """The run's stored history after its current results, whose LLR is in `args`
-    (the run's, or its new ones when the same update advances its SPRT state).
+def advanced(run: RunRecord, spec: RunSpec) -> dict[str, Any] | None:
+    """The run's stored history after its current results, whose LLR is in `spec`
+    (the run's, or its new one when the same update advances its SPRT state).
 
     The very object stored when no point is fixed and none forgotten, which is
     most updates: storage then leaves the column unwritten."""
@@ -58,7 +59,7 @@ def advanced(run: RunRecord, args: dict[str, Any]) -> dict[str, Any] | None:
         # rule below fix the current totals if they are due.
         kept = [p for p in kept if p[0] <= games]
     if games > 0 and (not kept or games - kept[-1][0] >= step):
-        kept = [*kept, _point(run, args, games)]
+        kept = [*kept, _point(run, spec, games)]
         if len(kept) >= MAX_POINTS:  # the latest point makes one more when read
             kept, step = [*kept[:-1:2], kept[-1]], 2 * step
     return stored if kept is fixed else _history(step, kept)
@@ -84,8 +85,8 @@ def _history(step: int, fixed: list[list[Any]]) -> dict[str, Any]:
     return {"step": step, "points": fixed}
 
 
-def _point(run: RunRecord, args: dict[str, Any], games: int) -> list[Any]:
-    sprt = args.get("sprt")
+def _point(run: RunRecord, spec: RunSpec, games: int) -> list[Any]:
+    sprt = spec.sprt
     llr = None if sprt is None else round(float(sprt["llr"]), 4)
     return [games, run.wins, run.losses, run.draws, *run.pentanomial, llr]
 

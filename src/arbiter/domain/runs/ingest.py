@@ -33,6 +33,7 @@ from arbiter.stats.results import result_problems
 from arbiter.stats.sprt import sprt_results, update_sprt
 from arbiter.storage.base import NewAction
 from arbiter.storage.records import RunRecord, TaskRecord, evolve
+from arbiter.storage.run_spec import RunSpec
 
 STOP_RUN_CPU_HOURS = 1000.0  # a worker's user needs this much contributed to stop a run
 
@@ -149,7 +150,7 @@ class ResultIngest:
             return {"task_alive": False, "error": f"{state.run.id}/{task_id}: {problem}"}
         self._ingest(state, change, task, update)
         alive = change.current(task).active and not change.run.finished
-        sprt = change.run.args.get("sprt")
+        sprt = change.run.args.sprt
         if sprt is None:
             return {"task_alive": alive}
         # An added key (the reference sends none): the run's LLR now, which
@@ -174,7 +175,7 @@ class ResultIngest:
             last_updated=now,
             active=played < task.num_games,
         )
-        if spsa is not None and "spsa" in change.run.args:
+        if spsa is not None and change.run.args.spsa is not None:
             change.run, new_task = apply_spsa_result(change.run, task, new_task, spsa)
         change.save_task(task, new_task)
         note = None if new_task.active else crash_note(new_task)
@@ -184,8 +185,8 @@ class ResultIngest:
                 run_action(change.run, "crash_or_time", task.username, note, now, **where)
             )
         run = change.run
-        args = _advanced_sprt_args(run)
-        change.run = evolve(run, args=args, results_history=history.advanced(run, args))
+        spec = _advanced_sprt(run)
+        change.run = evolve(run, args=spec, results_history=history.advanced(run, spec))
         if is_decided(change.run) and auto_purges(change.run):
             count = purge_into(state, change)
             if count:  # the run goes on if the purge took its decision away
@@ -232,7 +233,7 @@ class ResultIngest:
             task = owned_task(state, task_id, worker)
             if not task.active:
                 return not_active(run_id, task_id)
-            if "spsa" not in state.run.args:
+            if state.run.args.spsa is None:
                 raise BadRequest(f"Run {run_id} is not an SPSA run")
             reply, stored = perturbation(state.run)
             change = Change(state.run)
@@ -268,10 +269,10 @@ class ResultIngest:
     def _label(self, run_id: str) -> str:
         state = self._context.registry.get(run_id)
         if state is not None:
-            return run_label(run_id, str(state.run.args.get("new_tag", "")))
+            return run_label(run_id, state.run.args.new_tag)
         with self._context.storage.read() as tx:
             run = tx.runs.get(run_id)
-        return run_label(run_id, "" if run is None else str(run.args.get("new_tag", "")))
+        return run_label(run_id, "" if run is None else run.args.new_tag)
 
     def beat(self, worker: WorkerInfo, run_id: str, task_id: int) -> dict[str, Any]:
         """Renews the lease in memory only: losing a beat to a crash costs nothing."""
@@ -390,7 +391,7 @@ def check_consistent(stats: Stats) -> None:
 def _stats_problem(run: RunRecord, task: TaskRecord, stats: Stats) -> str | None:
     """Why these stats (consistent in themselves) cannot follow the stored ones, or
     None. The reference answers these with 200 + `error` and a dead task."""
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     batch = int(sprt["batch_size"]) if sprt is not None else None
     problems = result_problems(stats.wins, stats.losses, stats.draws, stats.pentanomial, batch)
     if problems:
@@ -405,14 +406,14 @@ def _stats_problem(run: RunRecord, task: TaskRecord, stats: Stats) -> str | None
     return None
 
 
-def _advanced_sprt_args(run: RunRecord) -> dict[str, Any]:
-    """The run's args with its SPRT advanced to its current results (the same
-    args when it has no SPRT running)."""
-    sprt = run.args.get("sprt")
+def _advanced_sprt(run: RunRecord) -> RunSpec:
+    """The run's spec with its SPRT advanced to its current results (the same
+    spec when it has no SPRT running)."""
+    sprt = run.args.sprt
     if sprt is None or sprt.get("state"):
         return run.args
     counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
-    return {**run.args, "sprt": dict(update_sprt(sprt, counts))}
+    return evolve(run.args, sprt=update_sprt(sprt, counts))
 
 
 def measured_worker_info(stored: dict[str, Any], worker: WorkerInfo) -> dict[str, Any]:

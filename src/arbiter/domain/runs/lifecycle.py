@@ -112,15 +112,15 @@ class RunLifecycle:
     def _store(
         self, user: User, args: RunArgs, facts: CodeFacts, rescheduled_from: str | None
     ) -> str:
-        doc = build_args(
+        spec = build_args(
             args,
             username=user.username,
             resolved_base=facts.resolved_base,
             resolved_new=facts.resolved_new,
         )
-        doc.update(code_args(args, facts))
+        spec = evolve(spec, **code_args(args, facts))
         now = self._context.clock()
-        run = new_run_record(new_run_id(now), user.username, doc, now)
+        run = new_run_record(new_run_id(now), user.username, spec, now)
         with self._context.storage.write() as tx:
             require_nets(tx, facts)
             if rescheduled_from is not None and tx.runs.get(rescheduled_from) is not None:
@@ -183,15 +183,15 @@ class RunLifecycle:
             if not outcome.changes:
                 return
             values = outcome.values
-            args = {
-                **run.args,
-                "num_games": values.num_games,
-                "priority": values.priority,
-                "throughput": values.throughput,
-                "auto_purge": values.auto_purge,
-                "info": values.info,
-            }
-            new_run = evolve(run, args=args)
+            spec = evolve(
+                run.args,
+                num_games=values.num_games,
+                priority=values.priority,
+                throughput=values.throughput,
+                auto_purge=values.auto_purge,
+                info=values.info,
+            )
+            new_run = evolve(run, args=spec)
             if outcome.approval_lost:
                 new_run = evolve(new_run, approved=False, approver="")
             self._commit_reopening(state, Change(new_run), user, "modify_run", _diff(outcome))
@@ -200,7 +200,7 @@ class RunLifecycle:
         """Marks the tasks of outlier workers bad; returns how many tasks were purged."""
         with self._any(run_id) as state:
             _require_owner_or_approver(user, state.run)
-            if "spsa" in state.run.args:
+            if state.run.args.spsa is not None:
                 raise ValidationError("run", "SPSA runs cannot be purged.")
             change = Change(state.run)
             count = purge_into(state, change)
@@ -322,7 +322,7 @@ def allowed_actions(
     allowed = {"reschedule"}
     if user.username == run.username or user.is_approver:
         allowed |= {"modify", "delete"}
-        if "spsa" not in run.args:
+        if run.args.spsa is None:
             allowed.add("purge")
         if not run.finished:
             allowed.add("stop")
@@ -339,8 +339,8 @@ def _require_owner_or_approver(user: User, run: RunRecord) -> None:
 
 
 def _facts(run: RunRecord) -> RunFacts:
-    args = run.args
-    kind: RunKind = "sprt" if "sprt" in args else "spsa" if "spsa" in args else "fixed"
+    spec = run.args
+    kind: RunKind = "sprt" if spec.sprt else "spsa" if spec.spsa else "fixed"
     return RunFacts(
         kind=kind,
         owner=run.username,
@@ -348,11 +348,11 @@ def _facts(run: RunRecord) -> RunFacts:
         approved=run.approved,
         failed=run.failed,
         current=Modifiable(
-            num_games=int(args["num_games"]),
-            priority=float(args["priority"]),
-            throughput=float(args["throughput"]),
-            auto_purge=bool(args["auto_purge"]),
-            info=str(args["info"]),
+            num_games=spec.num_games,
+            priority=spec.priority,
+            throughput=spec.throughput,
+            auto_purge=spec.auto_purge,
+            info=spec.info,
         ),
     )
 
@@ -362,9 +362,9 @@ def _diff(outcome: Any) -> str:
 
 
 def _describe(run: RunRecord) -> str:
-    args = run.args
-    rule = "SPRT" if "sprt" in args else "SPSA" if "spsa" in args else f"{args['num_games']} games"
-    return f"{rule} {args['new_tag']} vs {args['base_tag']} at {args['tc']}"
+    spec = run.args
+    rule = "SPRT" if spec.sprt else "SPSA" if spec.spsa else f"{spec.num_games} games"
+    return f"{rule} {spec.new_tag} vs {spec.base_tag} at {spec.tc}"
 
 
 def _record(tx: Any, entry: dict[str, Any]) -> None:

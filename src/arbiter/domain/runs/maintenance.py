@@ -57,18 +57,18 @@ def _cores(task: TaskRecord) -> int:
 
 def _with_rates(state: RunState, same_user_busy: int) -> RunRecord:
     run = state.run
-    args = run.args
-    sprt = args.get("sprt")
+    spec = run.args
+    sprt = spec.sprt
     itp = internal_throughput(
-        float(args["throughput"]),
-        scheduling_ratio(args),
+        spec.throughput,
+        scheduling_ratio(spec),
         same_user_busy,
         run.wins + run.losses + run.draws,
         sprt_llr=None if sprt is None else float(sprt["llr"]),
         sprt_elo0=None if sprt is None else float(sprt["elo0"]),
     )
-    threads = int(args["threads"])
-    duration = parse_time_control(args["tc"]).game_duration()
+    threads = spec.threads
+    duration = parse_time_control(spec.tc).game_duration()
     active = [task for task in state.tasks if task.active]
     nps = sum(
         float(t.worker_info.get("nps", 0.0)) * int(t.worker_info["concurrency"]) for t in active
@@ -81,5 +81,5 @@ def _with_rates(state: RunState, same_user_busy: int) -> RunRecord:
         run,
         nps=round(nps, 1),
         games_per_minute=round(per_minute, 2),
-        args={**args, "itp": itp},
+        args=evolve(spec, itp=itp),
     )

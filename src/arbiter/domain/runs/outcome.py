@@ -6,7 +6,7 @@ from arbiter.domain.actions import SYSTEM_USER
 from arbiter.domain.runs.documents import run_label
 from arbiter.domain.runs.registry import Change, RunState
 from arbiter.stats.elo import fixed_games_elo
-from arbiter.stats.sprt import sprt_results
+from arbiter.stats.sprt import SprtState, sprt_results
 from arbiter.stats.sprt_elo import SprtElo, sprt_elo
 from arbiter.storage.records import RunRecord, evolve
 
@@ -35,10 +35,10 @@ def elo_counts(run: RunRecord) -> list[int]:
 
 def is_decided(run: RunRecord) -> bool:
     """An SPRT reached a bound, or every game the run asked for was played."""
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     if sprt is not None and sprt.get("state"):
         return True
-    return games_of(run) >= int(run.args["num_games"])
+    return games_of(run) >= run.args.num_games
 
 
 def is_undecided(run: RunRecord) -> bool:
@@ -47,10 +47,9 @@ def is_undecided(run: RunRecord) -> bool:
 
 def colour(run: RunRecord) -> tuple[bool, bool]:
     """(is_green, is_yellow) of a finished run."""
-    args = run.args
-    if "spsa" in args:
+    if run.args.spsa is not None:
         return False, False
-    sprt = args.get("sprt")
+    sprt = run.args.sprt
     if sprt is not None:
         state = sprt.get("state", "")
         return state == "accepted", state == "rejected" and run.wins > run.losses
@@ -92,9 +91,9 @@ def finished_message(run: RunRecord) -> str:
     """The reference's result line, e.g.
     `Result:accepted Elo:2.10[0.35,3.85] LOS:99% Games:1024 Ptnml:[2,100,300,98,12]`.
     """
-    if "spsa" in run.args:
+    if run.args.spsa is not None:
         return "SPSA tune finished"
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     if sprt is not None:
         verdict, estimate = str(sprt.get("state", "")), _sprt_estimate(run, sprt)
     else:
@@ -115,7 +114,7 @@ def estimate_text(elo: float, low: float, high: float, los: float) -> str:
     return f"Elo:{elo:.2f}[{low:.2f},{high:.2f}] LOS:{los:.0%}"
 
 
-def sprt_elo_of(run: RunRecord, sprt: dict[str, Any]) -> SprtElo | None:
+def sprt_elo_of(run: RunRecord, sprt: SprtState) -> SprtElo | None:
     """The SPRT Elo estimate of a run's results (`sprt`: its args' sprt), or None
     when the statistics cannot be computed. [THREAD] for pages and API views."""
     model = str(sprt["elo_model"])
@@ -134,7 +133,7 @@ def sprt_elo_of(run: RunRecord, sprt: dict[str, Any]) -> SprtElo | None:
         return None
 
 
-def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> Estimate | None:
+def _sprt_estimate(run: RunRecord, sprt: SprtState) -> Estimate | None:
     found = sprt_elo_of(run, sprt)
     return None if found is None else (found.elo, found.ci[0], found.ci[1], found.los)
 
@@ -157,6 +156,6 @@ def run_action(
         "username": username or SYSTEM_USER,
         "message": message,
         "run_id": run.id,
-        "run": run_label(run.id, str(run.args.get("new_tag", ""))),
+        "run": run_label(run.id, run.args.new_tag),
         **extra,
     }

@@ -39,7 +39,7 @@ def purge_into(state: RunState, change: Change) -> int:
 
     SPSA runs are never purged: their parameters already moved with those games.
     """
-    if "spsa" in change.run.args:
+    if change.run.args.spsa is not None:
         return 0
     current = [change.current(task) for task in state.tasks]
     bad = bad_tasks(current)
@@ -55,7 +55,7 @@ def purge_into(state: RunState, change: Change) -> int:
 def purge_machine_into(state: RunState, change: Change, worker_name: str) -> int:
     """Fold the purge of every good task of one machine into `change` (an approver
     purging a quarantined machine); how many. SPSA runs are never purged."""
-    if "spsa" in change.run.args:
+    if change.run.args.spsa is not None:
         return 0
     current = [change.current(task) for task in state.tasks]
     bad = [task for task in current if not task.bad and task.worker_name == worker_name]
@@ -69,7 +69,7 @@ def purge_machine_into(state: RunState, change: Change, worker_name: str) -> int
 
 
 def auto_purges(run: RunRecord) -> bool:
-    return bool(run.args.get("auto_purge")) and "spsa" not in run.args
+    return run.args.auto_purge and run.args.spsa is None
 
 
 def auto_purge_action(run: RunRecord, now: float, count: int) -> dict[str, object]:
@@ -83,9 +83,9 @@ def purged(task: TaskRecord) -> TaskRecord:
 
 def rescore(run: RunRecord) -> RunRecord:
     """An SPRT's LLR after its samples changed outside the batch rhythm (a purge)."""
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     if sprt is None:
         return run
     counts = sprt_results(sprt["elo_model"], run.wins, run.losses, run.draws, run.pentanomial)
-    fresh = update_sprt({**sprt, "state": ""}, counts)  # type: ignore[typeddict-item]
-    return evolve(run, args={**run.args, "sprt": dict(fresh)})
+    fresh = update_sprt({**sprt, "state": ""}, counts)
+    return evolve(run, args=evolve(run.args, sprt=fresh))

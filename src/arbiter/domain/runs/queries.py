@@ -330,7 +330,7 @@ class RunQueries:
         reference answers (an unknown run is still NotFound)."""
         state = self._context.registry.get(run_id)
         run = state.run if state is not None else self._stored_run(run_id)
-        if "sprt" not in run.args:
+        if run.args.sprt is None:
             return {}
         view = run_view(run)
         view["why_no_workers"] = why_no_workers(run, state)
@@ -351,10 +351,10 @@ def remaining_cpu_hours(run: RunRecord) -> float:
     An SPRT's games left are estimated as the expected length of a test of an
     Elo-neutral patch (true nElo = elo0) minus what it has played, not its cap.
     """
-    args = run.args
+    spec = run.args
     played = run.wins + run.losses + run.draws
-    games = float(args["num_games"])
-    sprt = args.get("sprt")
+    games = float(spec.num_games)
+    sprt = spec.sprt
     if sprt is not None and sprt.get("elo_model") == "normalized":
         forecast = sprt_forecast(
             float(sprt["elo0"]),
@@ -365,19 +365,19 @@ def remaining_cpu_hours(run: RunRecord) -> float:
         )
         games = min(games, forecast.expected_games)
     left = max(0.0, games - played)
-    seconds = parse_time_control(args["tc"]).game_duration() * int(args["threads"])
+    seconds = parse_time_control(spec.tc).game_duration() * spec.threads
     return left * seconds / 3600.0
 
 
 def _title(run: RunRecord) -> str:
-    return f"{run.args.get('new_tag', '')} vs {run.args.get('base_tag', '')}"
+    return f"{run.args.new_tag} vs {run.args.base_tag}"
 
 
 def sprt_estimate(run: RunRecord) -> dict[str, object]:
     """{a, b, elo, ci, LOS, LLR} of an SPRT run, with games or none (the counts
     are regularized, so a run with none gets Elo 0 and LOS 0.5, as the
     reference answers); {} for a run without SPRT."""
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     if sprt is None:
         return {}
     estimate = sprt_elo_of(run, sprt)
@@ -390,7 +390,7 @@ def why_no_workers(run: RunRecord, state: RunState | None) -> list[str]:
         (run.deleted, "deleted"),
         (run.finished, "finished"),
         (not run.approved, NOT_APPROVED),
-        (run.committed_games >= int(run.args["num_games"]), NO_GAMES),
+        (run.committed_games >= run.args.num_games, NO_GAMES),
     )
     decisive = next((reason for holds, reason in states if holds), None)
     if decisive is not None:

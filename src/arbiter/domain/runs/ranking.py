@@ -18,6 +18,7 @@ from arbiter.protocol.messages import WorkerInfo
 from arbiter.protocol.repo_policy import is_github_repository
 from arbiter.stats.scheduling import memory_need, task_size
 from arbiter.storage.records import RunRecord
+from arbiter.storage.run_spec import RunSpec
 
 SPSA_CORE_BUDGET = 200_000.0  # an SPSA run gets at most this / sqrt(#params) cores
 
@@ -55,21 +56,21 @@ class RunNeeds:
     github_repository: bool  # the official worker can fetch the engines (repo_policy)
 
     @classmethod
-    def of(cls, args: dict[str, Any], catalogue_book: bool = True) -> "RunNeeds":
-        spsa, sprt = args.get("spsa"), args.get("sprt")
+    def of(cls, spec: RunSpec, catalogue_book: bool = True) -> "RunNeeds":
+        spsa, sprt = spec.spsa, spec.sprt
         return cls(
-            threads=int(args["threads"]),
-            hash_new=hash_mib(args["new_options"]),
-            hash_base=hash_mib(args["base_options"]),
-            allowed_archs=args.get("allowed_archs"),
-            compiler=str(args.get("compiler") or ""),
+            threads=spec.threads,
+            hash_new=hash_mib(spec.new_options),
+            hash_base=hash_mib(spec.base_options),
+            allowed_archs=spec.allowed_archs,
+            compiler=spec.compiler,
             spsa_cap=None
             if spsa is None
             else SPSA_CORE_BUDGET / math.sqrt(max(1, len(spsa["params"]))),
-            scheduling_tc=parse_time_control(args["tc"]).scheduling_tc(),
+            scheduling_tc=parse_time_control(spec.tc).scheduling_tc(),
             sprt_batch=None if sprt is None else int(sprt["batch_size"]),
             catalogue_book=catalogue_book,
-            github_repository=is_github_repository(str(args.get("tests_repo", ""))),
+            github_repository=is_github_repository(spec.tests_repo),
         )
 
 
@@ -118,13 +119,13 @@ def _rank_keys(
         run = state.run
         if pending:
             run = pending.get(run.id, run)
-        args = run.args
+        spec = run.args
         cores = run.cores + concurrency if run.id == previous else run.cores
         # Half this machine counted as given already: the reference's remedy for
         # granularity, so a machine of many cores goes where they overshoot the
         # share least. A missing itp counts as 100, what a new run starts with.
-        share = (cores + half) / max(args.get("itp", 100.0), 1e-9)
-        yield (-args.get("priority", 0.0), cores > 0, share, position)
+        share = (cores + half) / max(spec.itp, 1e-9)
+        yield (-spec.priority, cores > 0, share, position)
 
 
 def unsuitable(run: RunRecord, needs: RunNeeds, worker: WorkerInfo) -> str | None:
@@ -139,7 +140,7 @@ def unsuitable(run: RunRecord, needs: RunNeeds, worker: WorkerInfo) -> str | Non
     mismatch = _mismatch(needs, worker) or _cannot_fetch(needs, worker)
     if mismatch is not None:
         return mismatch
-    if int(run.args["num_games"]) - run.committed_games <= 0:
+    if run.args.num_games - run.committed_games <= 0:
         return NO_GAMES
     if needs.spsa_cap is not None and run.cores > needs.spsa_cap:
         return SPSA_CAP
@@ -176,7 +177,7 @@ def _cannot_fetch(needs: RunNeeds, worker: WorkerInfo) -> str | None:
 
 def task_games(run: RunRecord, needs: RunNeeds, worker: WorkerInfo) -> int:
     """How many games a new task of `run` for this worker gets (0: none left)."""
-    remaining = int(run.args["num_games"]) - run.committed_games
+    remaining = run.args.num_games - run.committed_games
     if remaining <= 0:
         return 0
     tc, threads = needs.scheduling_tc, needs.threads

@@ -381,9 +381,9 @@ class TaskScheduler:
             if len(self._needs) > NEEDS_KEPT:  # forget finished runs now and then
                 live = {s.run.id for s in self._context.registry.states()}
                 self._needs = {k: v for k, v in self._needs.items() if k in live}
-            args = state.run.args
-            in_catalogue = self._books.in_catalogue(str(args.get("book", "")))
-            needs = self._needs[state.run.id] = RunNeeds.of(args, in_catalogue)
+            spec = state.run.args
+            in_catalogue = self._books.in_catalogue(spec.book)
+            needs = self._needs[state.run.id] = RunNeeds.of(spec, in_catalogue)
         return needs
 
     def _create_task(

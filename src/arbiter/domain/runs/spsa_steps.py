@@ -14,6 +14,7 @@ from arbiter.protocol.messages import SpsaResult
 from arbiter.stats.spsa import (
     SpsaParam,
     SpsaSchedule,
+    SpsaState,
     draw_flips,
     engine_values,
     flips_signature,
@@ -29,19 +30,26 @@ from arbiter.storage.records import RunRecord, TaskRecord, evolve
 _random = random.SystemRandom()
 
 
-def schedule_of(spsa: dict[str, Any]) -> SpsaSchedule:
+def schedule_of(spsa: SpsaState) -> SpsaSchedule:
     return SpsaSchedule(
         float(spsa["A"]), float(spsa["alpha"]), float(spsa["gamma"]), int(spsa["num_iter"])
     )
 
 
-def params_of(spsa: dict[str, Any]) -> list[SpsaParam]:
+def params_of(spsa: SpsaState) -> list[SpsaParam]:
     return [SpsaParam(**param) for param in spsa["params"]]
+
+
+def tuning_of(run: RunRecord) -> SpsaState:
+    """The run's SPSA state; callers have checked that it is an SPSA run."""
+    if run.args.spsa is None:
+        raise ValueError(f"run {run.id} is not an SPSA run")
+    return run.args.spsa
 
 
 def perturbation(run: RunRecord) -> tuple[dict[str, Any], dict[str, Any]]:
     """(reply body of request_spsa, the task's new `spsa_params`)."""
-    spsa = run.args["spsa"]
+    spsa = tuning_of(run)
     params, schedule = params_of(spsa), schedule_of(spsa)
     k = int(spsa["iter"])
     flips = draw_flips(len(params), _random)
@@ -69,7 +77,7 @@ def apply_spsa_result(
     packed = bytes.fromhex(stored["packed_flips"])
     if flips_signature(packed) != result.sig:
         return run, spent
-    spsa = run.args["spsa"]
+    spsa = tuning_of(run)
     params, schedule = params_of(spsa), schedule_of(spsa)
     k = int(stored["iter"])
     flips = unpack_flips(packed, len(params))
@@ -78,10 +86,10 @@ def apply_spsa_result(
     history = list(spsa.get("param_history", []))
     if history_due(len(history), iteration, schedule.num_iter, len(moved)):
         history.append(history_sample(moved, iteration, schedule))
-    new_spsa = {
+    new_spsa: SpsaState = {
         **spsa,
         "iter": iteration,
         "params": [asdict(p) for p in moved],
         "param_history": history,
     }
-    return evolve(run, args={**run.args, "spsa": new_spsa}), spent
+    return evolve(run, args=evolve(run.args, spsa=new_spsa)), spent

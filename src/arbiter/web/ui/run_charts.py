@@ -15,7 +15,8 @@ from markupsafe import Markup
 
 from arbiter.domain.runs import history
 from arbiter.stats.elo import fixed_games_elo
-from arbiter.stats.spsa import history_period
+from arbiter.stats.sprt import SprtState
+from arbiter.stats.spsa import SpsaState, history_period
 from arbiter.storage.records import RunRecord
 from arbiter.web.ui.svg import Band, Chart, Rule, Series, line_chart
 
@@ -58,17 +59,17 @@ def spsa_view(params: Mapping[str, str]) -> SpsaView:
 def charts(run: RunRecord, view: SpsaView | None = None) -> list[Markup]:
     """Every chart that applies to the run, in page order."""
     found: list[Markup] = []
-    if "sprt" in run.args:
-        found.append(llr_chart(run))
-    if "spsa" in run.args:
-        found.append(spsa_chart(run, view or SpsaView()))
+    sprt, spsa = run.args.sprt, run.args.spsa
+    if sprt is not None:
+        found.append(llr_chart(run, sprt))
+    if spsa is not None:
+        found.append(spsa_chart(spsa, view or SpsaView()))
     else:
         found.append(elo_chart(run))
     return found
 
 
-def llr_chart(run: RunRecord) -> Markup:
-    sprt = run.args["sprt"]
+def llr_chart(run: RunRecord, sprt: SprtState) -> Markup:
     points = [(0.0, 0.0)] + [
         (float(p.games), p.llr) for p in history.points(run) if p.llr is not None
     ]
@@ -113,9 +114,8 @@ def elo_chart(run: RunRecord) -> Markup:
     return line_chart(chart)
 
 
-def spsa_chart(run: RunRecord, view: SpsaView) -> Markup:
+def spsa_chart(spsa: SpsaState, view: SpsaView) -> Markup:
     """Each parameter over the iterations, in the scale the view asks for."""
-    spsa = run.args["spsa"]
     params = spsa["params"]
     samples = spsa.get("param_history") or []
     period = history_period(int(spsa["num_iter"]), len(params))

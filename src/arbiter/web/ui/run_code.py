@@ -43,7 +43,7 @@ class CodeSection:
 def code_section(view: CodeView | None, run: RunRecord, user: User | None) -> CodeSection | None:
     if view is None:
         return None
-    repo = str(run.args.get("tests_repo", ""))
+    repo = run.args.tests_repo
     commits = [CommitRow(c["sha"], c["subject"], commit_url(repo, c["sha"])) for c in view.commits]
     sees_warnings = user is not None and (user.is_approver or user.username == run.username)
     lines = [DiffLine(_kind(line), line) for line in view.diff.splitlines()]

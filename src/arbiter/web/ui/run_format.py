@@ -49,16 +49,16 @@ ARG_ROWS = (
 
 
 def kind(run: RunRecord) -> str:
-    return "SPRT" if "sprt" in run.args else "SPSA" if "spsa" in run.args else "games"
+    return "SPRT" if run.args.sprt is not None else "SPSA" if run.args.spsa is not None else "games"
 
 
 def title(run: RunRecord) -> str:
-    args = run.args
-    if "sprt" in args:
-        return f"SPRT {args['new_tag']} vs {args['base_tag']}"
-    if "spsa" in args:
-        return f"SPSA {args['new_tag']}"
-    return f"{args['num_games']} games - {args['new_tag']} vs {args['base_tag']}"
+    spec = run.args
+    if spec.sprt is not None:
+        return f"SPRT {spec.new_tag} vs {spec.base_tag}"
+    if spec.spsa is not None:
+        return f"SPSA {spec.new_tag}"
+    return f"{spec.num_games} games - {spec.new_tag} vs {spec.base_tag}"
 
 
 def status(run: RunRecord) -> str:
@@ -88,20 +88,20 @@ def result_colour(run: RunRecord) -> str:
     An SPRT's verdict is its state (a test stopped before deciding has none:
     uncoloured); a fixed-games test's is its LOS (under 5% rejected, over 95%
     accepted); SPSA runs are never coloured."""
-    if "spsa" in run.args:
+    if run.args.spsa is not None:
         return ""
     verdict = _verdict(run)
     if verdict == "rejected":
         return "yellow" if run.wins > run.losses else "red"
     if verdict == "accepted":
-        sprt = run.args.get("sprt")
+        sprt = run.args.sprt
         regression = sprt is not None and float(sprt["elo0"]) + float(sprt["elo1"]) < 0.0
         return "blue" if regression else "green"
     return ""
 
 
 def _verdict(run: RunRecord) -> str:
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     if sprt is not None:
         return str(sprt.get("state") or "")
     estimate = _fixed_games_estimate(run)
@@ -115,7 +115,7 @@ DESCRIPTION_CHARS = 160
 
 def description(run: RunRecord) -> str:
     """The run's description (`info`) on one line, cut for a table row."""
-    text = " ".join(str(run.args.get("info", "")).split())
+    text = " ".join(run.args.info.split())
     return text if len(text) <= DESCRIPTION_CHARS else text[: DESCRIPTION_CHARS - 1] + "…"
 
 
@@ -127,14 +127,14 @@ def may_approve(user: Any, run: RunRecord, self_approval: bool) -> bool:
 def result_lines(run: RunRecord) -> list[str]:
     """The result box, as the reference prints it, one line each."""
     lines: list[str] = []
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     if sprt is not None:
         lines.append(
             f"LLR: {sprt['llr']:.2f} ({sprt['lower_bound']:.2f}, {sprt['upper_bound']:.2f})"
             f" [{float(sprt['elo0']):.2f}, {float(sprt['elo1']):.2f}] {sprt['elo_model']}"
         )
-    elif "spsa" in run.args:
-        spsa = run.args["spsa"]
+    elif run.args.spsa is not None:
+        spsa = run.args.spsa
         lines.append(f"Iteration {spsa['iter']} of {spsa['num_iter']}")
     estimate = elo_line(run)
     if estimate:
@@ -193,22 +193,22 @@ def _shown(key: str, value: Any) -> Any:
 def same_signatures(run: RunRecord) -> bool:
     """Base and new bench the same (the reference's note); SPSA runs, which
     tune one commit, are left out."""
-    base, new = run.args.get("base_signature"), run.args.get("new_signature")
-    return "spsa" not in run.args and bool(base) and base == new
+    base, new = run.args.base_signature, run.args.new_signature
+    return run.args.spsa is None and bool(base) and base == new
 
 
 def progress(run: RunRecord) -> str:
-    return f"{games_of(run)} / {run.args['num_games']}"
+    return f"{games_of(run)} / {run.args.num_games}"
 
 
 def arg_rows(run: RunRecord) -> list[tuple[str, Any]]:
     rows = [
-        (label, _shown(key, run.args[key]))
+        (label, _shown(key, value))
         for key, label in ARG_ROWS
-        if run.args.get(key) not in ("", None, [])
+        if (value := getattr(run.args, key)) not in ("", None, [])
     ]
-    if "sprt" in run.args:
-        sprt = run.args["sprt"]
+    if run.args.sprt is not None:
+        sprt = run.args.sprt
         rows.append(
             ("SPRT", f"elo0={sprt['elo0']} elo1={sprt['elo1']} batch {sprt['batch_size']} pairs")
         )
@@ -256,16 +256,16 @@ def commit_url(repo: str, sha: str) -> str | None:
 
 
 def diff_url(run: RunRecord) -> str | None:
-    web = _web_repo(str(run.args.get("tests_repo", "")))
+    web = _web_repo(run.args.tests_repo)
     if web is None:
         return None
-    base, new = run.args.get("resolved_base", ""), run.args.get("resolved_new", "")
+    base, new = run.args.resolved_base, run.args.resolved_new
     return DIFF_PAGES[web[0]].format(repo=web[1], base=base, new=new)
 
 
 def arg_cell(run: RunRecord, label: str, value: Any) -> Markup:
     """A value of the argument table, linked to its commit on a known host."""
-    repo = str(run.args.get("tests_repo", ""))
+    repo = run.args.tests_repo
     if label in ("New SHA", "Base SHA"):
         url = commit_url(repo, str(value))
         if url is not None:
@@ -280,26 +280,26 @@ def arg_cell(run: RunRecord, label: str, value: Any) -> Markup:
 
 def warnings(run: RunRecord) -> list[str]:
     """The reference's run-page warnings that apply to this run."""
-    args = run.args
+    spec = run.args
     found = []
-    if float(args["throughput"]) > 100:
-        found.append(f"Throughput is {float(args['throughput']):g}% (above the usual 100%).")
-    if float(args["priority"]) > 0:
-        found.append(f"Priority is {float(args['priority']):g} (above the usual 0).")
-    if args.get("base_options") != args.get("new_options"):
+    if spec.throughput > 100:
+        found.append(f"Throughput is {spec.throughput:g}% (above the usual 100%).")
+    if spec.priority > 0:
+        found.append(f"Priority is {spec.priority:g} (above the usual 0).")
+    if spec.base_options != spec.new_options:
         found.append("The two engines get different UCI options.")
-    if args.get("new_tc") and args["new_tc"] != args["tc"]:
-        found.append(f"Time odds: the test engine plays at {args['new_tc']}.")
-    expected = EXPECTED_HASH.get((str(args["tc"]), int(args["threads"])))
-    hashes = {hash_mib(str(args.get(s, ""))) for s in ("new_options", "base_options")}
+    if spec.new_tc and spec.new_tc != spec.tc:
+        found.append(f"Time odds: the test engine plays at {spec.new_tc}.")
+    expected = EXPECTED_HASH.get((spec.tc, spec.threads))
+    hashes = {hash_mib(options) for options in (spec.new_options, spec.base_options)}
     if expected is not None and hashes != {expected}:
         found.append(
-            f"Unusual Hash for {args['tc']} with {args['threads']} thread(s): {expected} expected."
+            f"Unusual Hash for {spec.tc} with {spec.threads} thread(s): {expected} expected."
         )
-    if args.get("arch_filter"):
-        found.append(f"Only workers whose arch matches {args['arch_filter']!r} play this run.")
-    if args.get("compiler"):
-        found.append(f"Only workers compiling with {args['compiler']} play this run.")
+    if spec.arch_filter:
+        found.append(f"Only workers whose arch matches {spec.arch_filter!r} play this run.")
+    if spec.compiler:
+        found.append(f"Only workers compiling with {spec.compiler} play this run.")
     if run.failures:
         found.append(f"This run failed {run.failures} time(s).")
     return found
@@ -325,7 +325,7 @@ def queue_hours(overview: Any) -> str:
 def filter_tags(run: RunRecord) -> str:
     """Space-separated tags the home page's type filters match rows on."""
     length = "ltc" if run.tc_base >= LTC_SECONDS else "stc"
-    threads = "smp" if int(run.args["threads"]) > 1 else "st"
+    threads = "smp" if run.args.threads > 1 else "st"
     return f"{kind(run).lower()} {length} {threads}"
 
 
@@ -346,7 +346,9 @@ class SpsaRow:
 
 
 def spsa_rows(run: RunRecord) -> list[SpsaRow]:
-    spsa = run.args["spsa"]
+    spsa = run.args.spsa
+    if spsa is None:
+        return []
     schedule, k = schedule_of(spsa), int(spsa["iter"])
     rows = []
     for param in params_of(spsa):

@@ -9,7 +9,6 @@ the raw statistics (15 s) until the run finishes.
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
@@ -40,7 +39,7 @@ from arbiter.stats.models import (
     rms_bias,
     spread_of,
 )
-from arbiter.stats.sprt import overshoot_corrections
+from arbiter.stats.sprt import SprtState, overshoot_corrections
 from arbiter.stats.sprt_elo import SprtElo
 from arbiter.storage.records import RunRecord
 from arbiter.web.api import app_state
@@ -81,7 +80,7 @@ def raw_statistics(run: RunRecord) -> list[Section]:
     ]
     if games == 0:
         return sections
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     spread = spread_of([run.losses, run.draws, run.wins], _penta(run))
     if sprt is not None:
         sections.append(_sprt_section(sprt))
@@ -104,8 +103,8 @@ def raw_statistics(run: RunRecord) -> list[Section]:
     return sections
 
 
-def _sprt_section(sprt: dict[str, Any]) -> Section:
-    o0, o1 = overshoot_corrections(sprt)  # type: ignore[arg-type]
+def _sprt_section(sprt: SprtState) -> Section:
+    o0, o1 = overshoot_corrections(sprt)
     return Section(
         "SPRT",
         [
@@ -121,7 +120,7 @@ def _sprt_section(sprt: dict[str, Any]) -> Section:
     )
 
 
-def _bounds_section(sprt: dict[str, Any], spread: Spread) -> Section:
+def _bounds_section(sprt: SprtState, spread: Spread) -> Section:
     h0, h1 = bounds_in_models(
         str(sprt["elo_model"]), float(sprt["elo0"]), float(sprt["elo1"]), spread
     )
@@ -181,7 +180,7 @@ def _elo_rows(run: RunRecord) -> Rows:
     return rows
 
 
-def _llr_rows(run: RunRecord, sprt: dict[str, Any]) -> Rows:
+def _llr_rows(run: RunRecord, sprt: SprtState) -> Rows:
     elo0, elo1 = float(sprt["elo0"]), float(sprt["elo1"])
     penta = _penta(run) or [run.losses, run.draws, run.wins]
     ldw = [run.losses, run.draws, run.wins]
@@ -221,22 +220,22 @@ class LiveElo:
 
 def _about(run: RunRecord) -> Rows:
     """What a shared live Elo link says of the test: who, what, at which time control."""
-    args = run.args
-    threads = int(args.get("threads", 1))
-    tc = f"{args.get('tc', '')}, {threads} thread{'s' if threads != 1 else ''}"
-    message = str(args.get("msg_new") or "").strip().splitlines()
+    spec = run.args
+    threads = spec.threads
+    tc = f"{spec.tc}, {threads} thread{'s' if threads != 1 else ''}"
+    message = spec.msg_new.strip().splitlines()
     return [
-        ("Test", f"{args.get('new_tag', '')} vs {args.get('base_tag', '')}"),
+        ("Test", f"{spec.new_tag} vs {spec.base_tag}"),
         ("Submitted by", run.username),
         ("Time control", tc),
-        ("Description", str(args.get("info") or "")),
+        ("Description", spec.info),
         ("Commit message", message[0] if message else ""),
     ]
 
 
 def live_elo(run: RunRecord) -> LiveElo:
     """Three gauges (LOS, LLR within its bounds, Elo with its CI) and details."""
-    sprt = run.args.get("sprt")
+    sprt = run.args.sprt
     if sprt is None:
         return LiveElo([], [("Live Elo", "only for SPRT runs")], run.finished)
     lower, upper = float(sprt["lower_bound"]), float(sprt["upper_bound"])
@@ -290,7 +289,7 @@ def live_elo(run: RunRecord) -> LiveElo:
     return LiveElo([gauge(los_gauge), gauge(llr_gauge), gauge(elo_gauge)], rows, decided)
 
 
-def _sprt_estimate(run: RunRecord, sprt: dict[str, Any]) -> SprtElo | None:
+def _sprt_estimate(run: RunRecord, sprt: SprtState) -> SprtElo | None:
     if run.wins + run.losses + run.draws == 0:
         return None
     return sprt_elo_of(run, sprt)

@@ -80,13 +80,13 @@ def _row(task: TaskRecord, chi2: Chi2Result, workers: int, pgn_ids: set[int]) ->
 
 
 def modify_values(detail: RunDetail) -> dict[str, Any]:
-    args = detail.run.args
+    spec = detail.run.args
     return {
-        "num_games": str(args["num_games"]),
-        "priority": f"{float(args['priority']):g}",
-        "throughput": f"{float(args['throughput']):g}",
-        "auto_purge": bool(args["auto_purge"]),
-        "info": str(args["info"]),
+        "num_games": str(spec.num_games),
+        "priority": f"{spec.priority:g}",
+        "throughput": f"{spec.throughput:g}",
+        "auto_purge": spec.auto_purge,
+        "info": spec.info,
     }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from arbiter.domain.run_args import DEFAULT_BOOK, DEFAULT_BOOK_DEPTH, DEFAULT_GAMES, option_value
 from arbiter.stats.spsa import DEFAULT_A_RATIO, DEFAULT_ALPHA, DEFAULT_GAMMA
+from arbiter.storage.run_spec import RunSpec
 
 CUSTOM = "custom"
 
@@ -196,23 +197,22 @@ def set_option(options: str, name: str, value: str) -> str:
     return " ".join([f"{name}={value}", *tokens])
 
 
-def values_from_run(args: Mapping[str, Any]) -> dict[str, Any]:
-    """A form pre-filled from an existing run's arguments (reschedule)."""
-    values = blank_values(str(args.get("tests_repo", "")))
+def values_from_run(spec: RunSpec) -> dict[str, Any]:
+    """A form pre-filled from an existing run's specification (reschedule)."""
+    values = blank_values(spec.tests_repo)
     for name in (*PLAIN_RUN_ARGS, "num_games", "info"):
-        if args.get(name) is not None:
-            values[name] = _text(args[name])
-    values["new_tc"] = str(args.get("new_tc") or "")
+        values[name] = _text(getattr(spec, name))
+    values["new_tc"] = spec.new_tc
     values["time_odds"] = bool(values["new_tc"]) and values["new_tc"] != values["tc"]
-    values["auto_purge"] = bool(args.get("auto_purge"))
-    values["disable_adjudication"] = not args.get("adjudication", True)
+    values["auto_purge"] = spec.auto_purge
+    values["disable_adjudication"] = not spec.adjudication
     values["time_preset"] = _matching_time_preset(values)
-    _stop_rule_values(values, args)
+    _stop_rule_values(values, spec)
     return values
 
 
-def _stop_rule_values(values: dict[str, Any], args: Mapping[str, Any]) -> None:
-    sprt, spsa = args.get("sprt"), args.get("spsa")
+def _stop_rule_values(values: dict[str, Any], spec: RunSpec) -> None:
+    sprt, spsa = spec.sprt, spec.spsa
     if sprt is not None:
         values["stop_rule"] = "sprt"
         for key in ("elo0", "elo1", "alpha", "beta", "elo_model"):
@@ -228,7 +228,7 @@ def _stop_rule_values(values: dict[str, Any], args: Mapping[str, Any]) -> None:
         values["num_games"] = str(DEFAULT_GAMES)
     elif spsa is not None:
         values["stop_rule"] = "spsa"
-        pairs = max(1, int(args.get("num_games", 0)) // 2)
+        pairs = max(1, spec.num_games // 2)
         values["spsa_A"] = (
             f"{float(spsa['A']) / pairs:g}"  # stored A is absolute; the form's a ratio
         )

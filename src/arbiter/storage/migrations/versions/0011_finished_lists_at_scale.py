@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from arbiter.storage import run_search
+from arbiter.storage.run_spec import RunSpec, spec_of
 
 revision: str = "0011"
 down_revision: str | None = "0010"
@@ -79,9 +80,10 @@ def _fill(connection: sa.Connection) -> None:
         .order_by(runs.c.start_time, runs.c.id)
         .execution_options(yield_per=FILL_BATCH)
     )
-    batch: list[tuple[str, str, dict[str, object]]] = []
+    batch: list[tuple[str, str, RunSpec]] = []
     for run_id, username, *texts in connection.execute(query):
-        batch.append((run_id, username, dict(zip(fields, texts, strict=True))))
+        words = dict(zip(fields, (text or "" for text in texts), strict=True))
+        batch.append((run_id, username, spec_of(words)))
         if len(batch) >= FILL_BATCH:
             run_search.add_words(connection, batch)
             batch = []
