@@ -159,24 +159,22 @@ def results_view(record: RunRecord | TaskRecord) -> dict[str, Any]:
     }
 
 
-# Our own keys in a run's args, kept out of every wire view (the reference's shape):
-# the archs an arch filter matched.
-INTERNAL_ARGS = frozenset({"allowed_archs"})
-# Keys the reference's args carry only when set: we store them empty ("" or
-# None) when unset, which its clients would read as a value (no compiler is
-# called "").
-ONLY_WHEN_SET = frozenset({"arch_filter", "compiler", "master_repo"})
+# Keys the reference's args carry only when set: a spec holds them empty when
+# unset, which the reference's clients would read as a value (no compiler is
+# called ""). An imported run may carry `master_repo` the same way.
+ONLY_WHEN_SET = ("arch_filter", "compiler", "master_repo")
 
 
 def wire_args(spec: RunSpec, *, spsa_history: bool = False) -> dict[str, Any]:
-    """A run's args as the API shows them; SPSA's parameter history only on request."""
-    shown = {
-        key: value
-        for key, value in spec_document(spec).items()
-        if key not in INTERNAL_ARGS and not (key in ONLY_WHEN_SET and value in ("", None))
-    }
-    if "spsa" in shown and not spsa_history:
-        shown["spsa"] = {**shown["spsa"], "param_history": []}
+    """A run's args as the API shows them: the reference's shape, without
+    Arbiter's own `allowed_archs`; SPSA's parameter history only on request."""
+    shown = spec_document(spec)
+    del shown["allowed_archs"]
+    for key in ONLY_WHEN_SET:
+        if key in shown and shown[key] in ("", None):
+            del shown[key]
+    if spec.spsa is not None and not spsa_history:
+        shown["spsa"] = {**spec.spsa, "param_history": []}
     return shown
 
 
