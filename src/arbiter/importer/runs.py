@@ -44,33 +44,33 @@ class ImportedRun:
     notes: list[str] = field(default_factory=list)
 
 
-def _arg_defaults(args: dict[str, Any]) -> dict[str, Any]:
-    """What an old run's absent args meant when it ran."""
-    return {
-        "base_tag": "",
-        "new_tag": "",
-        "base_nets": [],
-        "new_nets": [],
-        "new_tc": args["tc"],
-        "book": "",
-        "book_depth": "8",
-        "threads": 1,
-        "resolved_base": "",
-        "resolved_new": "",
-        "msg_base": "",
-        "msg_new": "",
-        "base_options": "",
-        "new_options": "",
-        "info": "",
-        "base_signature": "",
-        "new_signature": "",
-        "tests_repo": "",
-        "auto_purge": False,
-        "throughput": 100,
-        "itp": 100.0,
-        "priority": 0,
-        "adjudication": True,
-    }
+# The args an old run may lack, which its spec reads with the value they had in
+# effect (RunSpec's defaults; an absent new_tc is the tc): each filled one is noted.
+FILLED_ARGS = (
+    "base_tag",
+    "new_tag",
+    "base_nets",
+    "new_nets",
+    "new_tc",
+    "book",
+    "book_depth",
+    "threads",
+    "resolved_base",
+    "resolved_new",
+    "msg_base",
+    "msg_new",
+    "base_options",
+    "new_options",
+    "info",
+    "base_signature",
+    "new_signature",
+    "tests_repo",
+    "auto_purge",
+    "throughput",
+    "itp",
+    "priority",
+    "adjudication",
+)
 
 
 def convert_run(document: dict[str, Any]) -> ImportedRun:
@@ -87,11 +87,7 @@ def convert_run(document: dict[str, Any]) -> ImportedRun:
     if not isinstance(username, str) or not username:
         raise Skip("no username in args")
     args["username"] = username
-    notes: list[str] = []
-    for key, default in _arg_defaults(args).items():
-        if key not in args:
-            args[key] = default
-            notes.append(f"args.{key} absent: filled")
+    notes = [f"args.{key} absent: filled" for key in FILLED_ARGS if key not in args]
     results = mapping(document.get("results"))
     counts = {key: integer(results.get(key)) for key in RESULT_KEYS}
     pentanomial = _pentanomial(results.get("pentanomial"))
