@@ -34,6 +34,13 @@ def test_a_run_without_a_stop_rule_has_neither_key() -> None:
     assert spec_of(document) == RunSpec(tc="10+0.1", new_tc="10+0.1")
 
 
+def test_the_book_depth_is_a_number_stored_as_the_references_text() -> None:
+    spec = spec_of({"tc": "10+0.1", "book_depth": "12"})
+    assert spec.book_depth == 12
+    assert spec_document(spec)["book_depth"] == "12"
+    assert wire_args(spec)["book_depth"] == "12"
+
+
 def test_an_absent_new_tc_reads_as_the_tc() -> None:
     assert spec_of({"tc": "60+0.6"}).new_tc == "60+0.6"
     assert spec_of({"tc": "60+0.6", "new_tc": "30+0.3"}).new_tc == "30+0.3"

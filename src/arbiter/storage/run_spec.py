@@ -28,7 +28,7 @@ class RunSpec(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     tc: str = ""
     new_tc: str = ""  # "" reads as `tc` (spec_of)
     book: str = ""
-    book_depth: str = "8"  # a string in the reference's documents
+    book_depth: int = 8  # text in the reference's documents (spec_of, spec_document)
     threads: int = 1
     resolved_base: str = ""
     resolved_new: str = ""
@@ -68,6 +68,9 @@ def spec_of(document: dict[str, Any]) -> RunSpec:
         known["extra"] = {k: v for k, v in document.items() if k not in _FIELDS}
     if not known.get("new_tc"):
         known["new_tc"] = known.get("tc", "")
+    depth = known.get("book_depth")
+    if isinstance(depth, str) and depth.isdecimal():
+        known["book_depth"] = int(depth)
     return RunSpec(**known)
 
 
@@ -86,6 +89,7 @@ def spec_document(spec: RunSpec) -> dict[str, Any]:
     rule the run does not have is left out."""
     document = msgspec.structs.asdict(spec)
     del document["extra"]
+    document["book_depth"] = str(spec.book_depth)
     for rule in _STOP_RULES:
         if document[rule] is None:
             del document[rule]

@@ -43,7 +43,7 @@ def build_args(args: RunArgs, *, username: str, resolved_base: str, resolved_new
         tc=args.tc,
         new_tc=args.new_tc,
         book=args.book,
-        book_depth=str(args.book_depth),
+        book_depth=args.book_depth,
         threads=args.threads,
         resolved_base=resolved_base,
         resolved_new=resolved_new,
