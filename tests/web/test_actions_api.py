@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from arbiter.domain import action_query as audit_query
 from arbiter.domain import actions as audit
+from arbiter.domain.search_time import SEARCH_BURST_SECONDS
 from arbiter.storage.base import NewAction
 from tests.web.api_support import api_with_users, submit
 from tests.web.support import state
@@ -157,6 +158,17 @@ def test_searches_past_the_slots_are_told_to_retry(lite: TestClient) -> None:
     assert reply.headers["retry-after"] == "1"
     assert "too many event-log searches" in reply.json()["error"]
     assert lite.post("/api/actions", json={}).status_code == 200
+
+
+def test_searches_past_their_share_of_cpu_are_told_when_to_come_back(lite: TestClient) -> None:
+    """A flood of the worst queries spends the searches' time: the next search
+    is refused until the share has paid it back, as Retry-After says."""
+    search_time = state(lite).actions._search_time
+    search_time.spend(SEARCH_BURST_SECONDS + 1.0)  # a second in debt: 5 s at a fifth
+    reply = lite.post("/api/actions", json={})
+    assert reply.status_code == 503
+    assert 4 <= int(reply.headers["retry-after"]) <= 5
+    assert "too many event-log searches" in reply.json()["error"]
 
 
 def test_a_long_or_is_refused_before_any_sql(lite: TestClient) -> None:

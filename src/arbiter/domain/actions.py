@@ -7,13 +7,15 @@ Runs in the threadpool (blocking database I/O).
 """
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 from arbiter.domain.action_query import parse_search
 from arbiter.domain.errors import BadRequest, SearchesBusy
+from arbiter.domain.search_time import SearchTime
 from arbiter.storage import Storage, Tx
 from arbiter.storage.action_search import SearchTooLong
 from arbiter.storage.base import ActionFilter, NewAction
@@ -115,20 +117,34 @@ SEARCHES_AT_ONCE = 1
 class Actions:
     """Reading the log. Writing goes through `record`, inside other operations."""
 
-    def __init__(self, storage: Storage, searches_at_once: int = SEARCHES_AT_ONCE) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        searches_at_once: int = SEARCHES_AT_ONCE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._storage = storage
         self._search_slots = threading.BoundedSemaphore(searches_at_once)
+        self._clock = clock
+        self._search_time = SearchTime(clock=clock)
 
     @contextmanager
     def search_slot(self) -> Iterator[None]:
         """One of the SEARCHES_AT_ONCE places for a search, or SearchesBusy at
-        once. Never blocks: the web handler takes it on the event loop before
-        it reads the query, so a refusal costs no body, parse or thread."""
+        once: when all are taken, or searches have spent their share of CPU
+        time (`search_time.py`; the refusal says when to come back). Never
+        blocks: the web handler takes it on the event loop before it reads the
+        query, so a refusal costs no body, parse or thread."""
+        wait = self._search_time.wait()
+        if wait > 0:
+            raise SearchesBusy(wait)
         if not self._search_slots.acquire(blocking=False):
             raise SearchesBusy()
+        started = self._clock()
         try:
             yield
         finally:
+            self._search_time.spend(self._clock() - started)
             self._search_slots.release()
 
     def search(self, query: object) -> list[dict[str, Any]]:

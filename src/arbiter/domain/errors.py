@@ -95,12 +95,13 @@ class GitBusy(RetryLater):
 
 
 class SearchesBusy(RetryLater):
-    """Every slot for open-ended searches (the event log's query API) is taken."""
+    """Every place for open-ended searches (the event log's query API) is taken, or
+    searches have spent their share of CPU time (domain/search_time.py)."""
 
     default_message = "The server is running too many event-log searches; retry shortly."
 
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(1.0, message or self.default_message)
+    def __init__(self, retry_after: float = 1.0, message: str | None = None) -> None:
+        super().__init__(retry_after, message or self.default_message)
 
 
 class UploadQuotaReached(RetryLater):
