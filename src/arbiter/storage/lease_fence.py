@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from arbiter.storage.errors import LeaseLost
+from arbiter.storage.prepared import fetch_row
 
 MARKER_KEY = "primary_lease"
 MARK_HOLDER_QUERY = "SELECT value ->> 'token' FROM kv WHERE key = %s FOR SHARE"
@@ -35,9 +36,10 @@ class LeaseFence:
         self.token = token
 
     def __call__(self, connection: Connection) -> None:
-        # One plain statement, the token taken out by PostgreSQL: it runs before
-        # every write of the primary, the results thread's among them.
-        row = connection.exec_driver_sql(MARK_HOLDER_QUERY, (MARKER_KEY,)).first()
+        # One plain statement, the token taken out by PostgreSQL, sent on the
+        # driver's cursor as the hot writes are (no execution context): it runs
+        # before every write of the primary, the results thread's among them.
+        row = fetch_row(connection, MARK_HOLDER_QUERY, (MARKER_KEY,))
         if row is None or row[0] != self.token:
             raise LeaseLost(
                 "another primary has taken this database over: this process's state is "
