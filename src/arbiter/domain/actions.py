@@ -8,7 +8,7 @@ Runs in the threadpool (blocking database I/O).
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -117,16 +117,10 @@ SEARCHES_AT_ONCE = 1
 class Actions:
     """Reading the log. Writing goes through `record`, inside other operations."""
 
-    def __init__(
-        self,
-        storage: Storage,
-        searches_at_once: int = SEARCHES_AT_ONCE,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, storage: Storage, searches_at_once: int = SEARCHES_AT_ONCE) -> None:
         self._storage = storage
         self._search_slots = threading.BoundedSemaphore(searches_at_once)
-        self._clock = clock
-        self._search_time = SearchTime(clock=clock)
+        self._search_time = SearchTime()
 
     @contextmanager
     def search_slot(self) -> Iterator[None]:
@@ -140,11 +134,11 @@ class Actions:
             raise SearchesBusy(wait)
         if not self._search_slots.acquire(blocking=False):
             raise SearchesBusy()
-        started = self._clock()
+        started = time.monotonic()
         try:
             yield
         finally:
-            self._search_time.spend(self._clock() - started)
+            self._search_time.spend(time.monotonic() - started)
             self._search_slots.release()
 
     def search(self, query: object) -> list[dict[str, Any]]:

@@ -8,14 +8,12 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
-
 from arbiter.domain.run_args import RunArgs, option_value
 from arbiter.domain.runs.totals import NO_AGGREGATES
 from arbiter.stats.scheduling import tc_ratio
 from arbiter.stats.sprt import new_sprt
 from arbiter.stats.spsa import SpsaParam, SpsaState
-from arbiter.storage.records import RunRecord, TaskRecord
+from arbiter.storage.records import RunRecord, TaskRecord, evolve
 from arbiter.storage.run_spec import RunSpec, spec_document
 
 # The reference's run schema version (its RUN_VERSION): the run documents we
@@ -74,7 +72,7 @@ def build_args(args: RunArgs, *, username: str, resolved_base: str, resolved_new
             elo_model=args.sprt.elo_model,
             batch_size=batch,
         )
-        spec = msgspec.structs.replace(spec, sprt=sprt)
+        spec = evolve(spec, sprt=sprt)
     if args.spsa is not None:
         schedule = args.spsa.schedule
         spsa = SpsaState(
@@ -87,7 +85,7 @@ def build_args(args: RunArgs, *, username: str, resolved_base: str, resolved_new
             params=[param_document(p) for p in args.spsa.params],
             param_history=[],
         )
-        spec = msgspec.structs.replace(spec, spsa=spsa)
+        spec = evolve(spec, spsa=spsa)
     return spec
 
 
